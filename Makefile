@@ -1,0 +1,36 @@
+# storlab: `make demo` and `make test` work on a fresh Debian 12 machine as root.
+SHELL := /bin/bash
+PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+# As root, cargo pgrx writes into the system PostgreSQL directly; otherwise through sudo.
+SUDO_FLAG := $(if $(filter 0,$(shell id -u)),,--sudo)
+
+.PHONY: all deps install install-debug lab lab-stop demo test bench clean
+
+all: install
+
+deps:
+	@scripts/deps
+
+# Release build: probe figures from a debug build would be wrong.
+install: deps
+	cargo pgrx install --release --pg-config $(PG_CONFIG) $(SUDO_FLAG)
+
+# The debug build `make test` compiled anyway, without the in-server test functions.
+install-debug: deps
+	cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
+
+lab:
+	@scripts/lab start
+
+lab-stop:
+	@scripts/lab stop
+
+demo: install lab
+	@scripts/demo
+
+test: deps
+	@scripts/test
+
+clean: lab-stop
+	cargo clean
+	rm -rf results regression.diffs regression.out

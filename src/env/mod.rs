@@ -1,0 +1,87 @@
+//! Storage facts of a path: filesystem, mount options, device, rotational,
+//! space, O_DIRECT support. Pure Rust (no PostgreSQL), read from the kernel.
+
+pub mod device;
+pub mod direct_io;
+pub mod mountinfo;
+pub mod space;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What the kernel says about the storage behind one folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageFacts {
+    /// The folder with symlinks resolved (tablespace locations and pg_wal are often links).
+    pub location: PathBuf,
+    pub fs_type: String,
+    pub mount_point: PathBuf,
+    pub mount_options: String,
+    pub device: String,
+    pub rotational: Option<bool>,
+    pub fs_bytes: u64,
+    pub free_bytes: u64,
+    /// None when the check itself failed (e.g. no permission), not "no".
+    pub direct_io: Option<bool>,
+}
+
+pub fn facts(path: &Path) -> io::Result<StorageFacts> {
+    let location = std::fs::canonicalize(path)?;
+    let mounts = mountinfo::read_mounts()?;
+    let mount = mountinfo::mount_of(&mounts, &location).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no mount found for {}", location.display()),
+        )
+    })?;
+    let space = space::fs_space(&location)?;
+    Ok(StorageFacts {
+        fs_type: mount.fs_type.clone(),
+        mount_point: mount.mount_point.clone(),
+        mount_options: mount.options.clone(),
+        device: mount.source.clone(),
+        rotational: device::rotational(mount),
+        fs_bytes: space.total_bytes,
+        free_bytes: space.avail_bytes,
+        direct_io: direct_io::direct_io_works(&location).ok(),
+        location,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_of_a_linked_folder_resolve_the_link() {
+        let base = std::env::temp_dir().join(format!("storlab_facts_{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("real")).unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+        let f = facts(&base.join("link")).unwrap();
+        assert_eq!(
+            f.location,
+            std::fs::canonicalize(base.join("real")).unwrap()
+        );
+        assert!(f.location.starts_with(&f.mount_point));
+        assert!(f.free_bytes <= f.fs_bytes && f.fs_bytes > 0);
+        assert!(!f.fs_type.is_empty() && !f.device.is_empty());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn dev_shm_is_tmpfs_without_a_device_answer() {
+        if !Path::new("/dev/shm").exists() {
+            eprintln!("skipped: no /dev/shm");
+            return;
+        }
+        let f = facts(Path::new("/dev/shm")).unwrap();
+        assert_eq!(f.fs_type, "tmpfs");
+        assert_eq!(f.rotational, None);
+    }
+
+    #[test]
+    fn missing_folder_is_an_error() {
+        assert!(facts(Path::new("/no/such/storlab/folder")).is_err());
+    }
+}

@@ -1,0 +1,67 @@
+//! storlab: a storage lab inside PostgreSQL.
+//!
+//! Layers point one way (see DESIGN.md): `api` (the SQL surface, the only
+//! place besides `jobs` that talks to PostgreSQL) uses the pure-Rust core
+//! (`env`, ...), which knows nothing about PostgreSQL and is tested with plain
+//! `#[test]`s.
+
+use pgrx::prelude::*;
+
+pub mod api;
+pub mod env;
+
+::pgrx::pg_module_magic!(name, version);
+
+// Schema objects (tables, views, grants) live in SQL files, not Rust strings.
+// `bootstrap` runs first; `finalize` runs after every function exists, so the
+// grants there can name them.
+extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn tablespaces_lists_default_and_wal() {
+        let kinds: Vec<(String, String)> = Spi::connect(|c| {
+            c.select(
+                "SELECT kind, tablespace::text FROM storlab.tablespaces() ORDER BY 1, 2",
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| {
+                (
+                    r.get::<String>(1).unwrap().unwrap(),
+                    r.get::<String>(2).unwrap().unwrap(),
+                )
+            })
+            .collect()
+        });
+        assert!(kinds.contains(&("tablespace".into(), "pg_default".into())));
+        assert!(kinds.contains(&("wal".into(), "pg_wal".into())));
+        assert!(!kinds.iter().any(|(_, t)| t == "pg_global"));
+    }
+
+    #[pg_test]
+    fn wal_row_describes_the_real_wal_folder() {
+        let ok = Spi::get_one::<bool>(
+            "SELECT location LIKE '%/pg_wal' AND fs_type IS NOT NULL AND free_bytes <= fs_bytes
+               AND used_by_postgres_bytes >= 16 * 1024 * 1024 AND oid IS NULL
+             FROM storlab.tablespaces() WHERE kind = 'wal'",
+        );
+        assert_eq!(ok, Ok(Some(true)));
+    }
+}
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}

@@ -1,0 +1,77 @@
+-- storlab.tablespaces() against the tools DBAs trust: findmnt, df, dd.
+-- Environment-dependent checks live here, not in pg_regress.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+SELECT plan(16);
+
+CREATE TEMP TABLE facts AS SELECT * FROM storlab.tablespaces();
+CREATE TEMP TABLE peer (tablespace name, tool text, line text);
+
+-- Ask findmnt, df and dd about every folder, as the server's OS user.
+CREATE TEMP TABLE peer_line (line text);
+CREATE FUNCTION pg_temp.ask(ts name, tool text, cmd text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  TRUNCATE peer_line;
+  EXECUTE format('COPY peer_line FROM PROGRAM %L', cmd);
+  INSERT INTO peer SELECT ts, tool, line FROM peer_line;
+END $$;
+CREATE FUNCTION pg_temp.sh(path text) RETURNS text LANGUAGE sql AS
+  $$ SELECT '''' || replace(path, '''', '''\''''') || '''' $$;
+
+SELECT pg_temp.ask(tablespace, 'findmnt',
+         'findmnt -n -r -o FSTYPE,TARGET,OPTIONS --target ' || pg_temp.sh(location) || ' | head -1'),
+       pg_temp.ask(tablespace, 'df', 'df -B1 --output=size,avail ' || pg_temp.sh(location) || ' | tail -1'),
+       pg_temp.ask(tablespace, 'dd',
+         'f=' || pg_temp.sh(location || '/pgsql_tmp_storlab_tap_dd') || '; '
+         || 'dd if=/dev/zero of="$f" bs=4096 count=1 oflag=direct 2>/dev/null && echo t || echo f; rm -f "$f"')
+  FROM facts;
+
+CREATE TEMP VIEW cmp AS
+SELECT f.*,
+       split_part(m.line, ' ', 1) AS findmnt_fstype,
+       split_part(m.line, ' ', 2) AS findmnt_target,
+       split_part(m.line, ' ', 3) AS findmnt_options,
+       split_part(trim(d.line), ' ', 1)::bigint AS df_size,
+       (regexp_split_to_array(trim(d.line), '\s+'))[2]::bigint AS df_avail,
+       dd.line::boolean AS dd_direct
+  FROM facts f
+  JOIN peer m ON m.tablespace = f.tablespace AND m.tool = 'findmnt'
+  JOIN peer d ON d.tablespace = f.tablespace AND d.tool = 'df'
+  JOIN peer dd ON dd.tablespace = f.tablespace AND dd.tool = 'dd';
+
+SELECT is((SELECT count(*) FROM cmp), (SELECT count(*) FROM facts), 'every folder was asked');
+SELECT is((SELECT string_agg(tablespace, ',') FROM cmp WHERE fs_type <> findmnt_fstype), NULL, 'fs_type agrees with findmnt');
+SELECT is((SELECT string_agg(tablespace, ',') FROM cmp WHERE mount_point <> findmnt_target), NULL, 'mount_point agrees with findmnt');
+SELECT is((SELECT string_agg(tablespace, ',') FROM cmp WHERE mount_options <> findmnt_options), NULL, 'mount_options agree with findmnt');
+SELECT is((SELECT string_agg(tablespace, ',') FROM cmp WHERE fs_bytes <> df_size), NULL, 'fs_bytes is df''s size');
+SELECT is((SELECT string_agg(tablespace || ':' || free_bytes || '/' || df_avail, ',') FROM cmp
+            WHERE abs(free_bytes - df_avail) > greatest(0.02 * df_avail, 64 * 1024 * 1024)),
+          NULL, 'free_bytes is df''s avail, within 2 %');
+SELECT is((SELECT string_agg(tablespace, ',') FROM cmp WHERE direct_io IS DISTINCT FROM dd_direct), NULL,
+          'direct_io agrees with dd oflag=direct');
+-- live, in one statement: this test's own temp tables grow pg_default
+SELECT is((SELECT string_agg(tablespace, ',') FROM storlab.tablespaces()
+            WHERE kind = 'tablespace' AND used_by_postgres_bytes <> pg_tablespace_size(oid)),
+          NULL, 'used_by_postgres_bytes is pg_tablespace_size() for every tablespace');
+SELECT cmp_ok((SELECT used_by_postgres_bytes FROM facts WHERE kind = 'wal'),
+              '>=', (SELECT sum(size) FROM pg_ls_waldir())::bigint, 'the WAL row counts every WAL segment');
+SELECT is((SELECT count(*) FROM pg_ls_dir((SELECT location FROM facts WHERE tablespace = 'lab_ram')) f
+            WHERE f !~ '^[0-9]+$'), 0::bigint, 'checking O_DIRECT left no file in the tablespace');
+
+-- The loop-mounted filesystems exist only when the lab was made as root.
+SELECT CASE WHEN EXISTS (SELECT FROM facts WHERE tablespace = 'lab_xfs') THEN
+  collect_tap(
+    is((SELECT fs_type FROM facts WHERE tablespace = 'lab_ext4'), 'ext4', 'lab_ext4 is ext4'),
+    is((SELECT fs_type FROM facts WHERE tablespace = 'lab_xfs'), 'xfs', 'lab_xfs is xfs'),
+    is((SELECT fs_type FROM facts WHERE tablespace = 'lab_btrfs'), 'btrfs', 'lab_btrfs is btrfs'),
+    ok((SELECT mount_options ~ '(^|,)compress=zstd' FROM facts WHERE tablespace = 'lab_btrfs'),
+       'lab_btrfs is mounted with zstd compression'),
+    is((SELECT count(*) FROM facts WHERE tablespace IN ('lab_ext4', 'lab_xfs', 'lab_btrfs')
+                                     AND device LIKE '/dev/loop%' AND rotational IS NOT NULL),
+       3::bigint, 'loop devices are named and the kernel says whether they rotate (btrfs too)'),
+    ok((SELECT count(DISTINCT device) = 3 FROM facts WHERE tablespace IN ('lab_ext4', 'lab_xfs', 'lab_btrfs')),
+       'each loop filesystem has its own device'))
+ELSE skip('the lab was made without root: no loop-mounted filesystems', 6) END;
+
+SELECT * FROM finish();
+ROLLBACK;
