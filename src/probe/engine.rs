@@ -1,0 +1,721 @@
+//! `run_probe`: fill a scratch file, run the workload from N threads for a
+//! fixed time, and merge their latency histograms.
+//!
+//! Threading contract with the caller: `poll` runs on the calling thread
+//! only (PostgreSQL's interrupt checks are not thread-safe), at least every
+//! `POLL_SLICE`. Workers never call back into the caller.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::error::ProbeError;
+use super::histogram::Histogram;
+use super::scratch::ScratchFile;
+use super::start_gate::StartGate;
+use super::sync_method::SyncMethod;
+use super::worker::Worker;
+use super::workload::Workload;
+
+/// More threads than this measure the scheduler, not the disk, and a typo
+/// in SQL must not spawn a million threads inside a backend.
+pub const MAX_WORKERS: usize = 256;
+
+/// Largest I/O size accepted; per-worker buffers are this big.
+pub const MAX_BLOCK_SIZE: usize = 64 << 20;
+
+/// How long the calling thread sleeps between `poll` calls; bounds how
+/// late a cancel or the end of the run is noticed.
+const POLL_SLICE: Duration = Duration::from_millis(10);
+
+/// What to measure. `ProbeSpec::new` gives sensible defaults; adjust fields
+/// with struct update syntax.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeSpec {
+    /// Folder for the scratch file (created if missing; its parent must exist).
+    pub dir: PathBuf,
+    pub workload: Workload,
+    /// Bytes per I/O; a multiple of 512.
+    pub block_size: usize,
+    /// Length of the timed phase (the fill is not counted).
+    pub duration: Duration,
+    /// Number of threads, each with its own fd and buffer.
+    pub workers: usize,
+    /// Scratch file size; at least one block per worker. Larger than the
+    /// device cache for honest random reads.
+    pub file_size: u64,
+    /// Ask for O_DIRECT; see `ProbeResult::direct` for what was used.
+    pub direct: bool,
+    /// Durability per commit; must be `None` for read workloads.
+    pub sync: SyncMethod,
+    /// Writes of `block_size` per commit before the one sync (pg_test_fsync's
+    /// "2 * 8kB" test is 2). Must be 1 for read workloads.
+    pub writes_per_sync: u32,
+    /// Every commit starts again at the worker's region start, as
+    /// pg_test_fsync does; only for seqwrite and wal.
+    pub rewind: bool,
+}
+
+/// What a probe measured.
+#[derive(Debug, Clone)]
+pub struct ProbeResult {
+    /// Operations completed: reads, or commits (writes_per_sync writes plus
+    /// the sync) for write workloads.
+    pub ops: u64,
+    pub bytes: u64,
+    /// Wall time of the timed phase.
+    pub elapsed: Duration,
+    /// Latency of every op, all workers merged.
+    pub histogram: Histogram,
+    /// Whether O_DIRECT was really used.
+    pub direct: bool,
+    /// Things the user should know to read the numbers right.
+    pub notices: Vec<String>,
+}
+
+impl ProbeResult {
+    pub fn iops(&self) -> f64 {
+        per_second(self.ops as f64, self.elapsed)
+    }
+
+    pub fn mib_per_sec(&self) -> f64 {
+        per_second(self.bytes as f64 / (1024.0 * 1024.0), self.elapsed)
+    }
+}
+
+fn per_second(amount: f64, elapsed: Duration) -> f64 {
+    let secs = elapsed.as_secs_f64();
+    if secs > 0.0 {
+        amount / secs
+    } else {
+        0.0
+    }
+}
+
+impl ProbeSpec {
+    /// 8 KiB (PostgreSQL's page) I/O for 1 s from 1 worker on a 16 MiB
+    /// file, O_DIRECT, with the workload's default sync.
+    pub fn new(dir: impl Into<PathBuf>, workload: Workload) -> ProbeSpec {
+        ProbeSpec {
+            dir: dir.into(),
+            workload,
+            block_size: 8192,
+            duration: Duration::from_secs(1),
+            workers: 1,
+            file_size: 16 << 20,
+            direct: true,
+            sync: workload.default_sync(),
+            writes_per_sync: 1,
+            rewind: false,
+        }
+    }
+
+    /// Rejects specs that cannot run, or that would silently ignore a
+    /// setting (a sync on a read workload measures nothing the user meant).
+    pub fn validate(&self) -> Result<(), ProbeError> {
+        let bad = |msg: String| Err(ProbeError::InvalidSpec(msg));
+        let w = self.workload;
+        if self.dir.as_os_str().is_empty() {
+            return bad("dir must not be empty".into());
+        }
+        if self.block_size == 0 || !self.block_size.is_multiple_of(512) {
+            return bad(format!(
+                "block_size must be a positive multiple of 512 bytes, got {}",
+                self.block_size
+            ));
+        }
+        if self.block_size > MAX_BLOCK_SIZE {
+            return bad(format!(
+                "block_size must be at most {MAX_BLOCK_SIZE} bytes, got {}",
+                self.block_size
+            ));
+        }
+        if self.workers == 0 || self.workers > MAX_WORKERS {
+            return bad(format!(
+                "workers must be between 1 and {MAX_WORKERS}, got {}",
+                self.workers
+            ));
+        }
+        let min_size = self.block_size as u128 * self.workers as u128;
+        if (self.file_size as u128) < min_size {
+            return bad(format!(
+                "file_size must hold at least one block per worker ({} workers x {} bytes = \
+                 {min_size}), got {}",
+                self.workers, self.block_size, self.file_size
+            ));
+        }
+        if self.duration.is_zero() {
+            return bad("duration must be greater than zero".into());
+        }
+        if self.writes_per_sync == 0 {
+            return bad("writes_per_sync must be at least 1".into());
+        }
+        if !w.is_write() {
+            if self.sync != SyncMethod::None {
+                return bad(format!(
+                    "sync method {} applies to write workloads only, and {w} reads",
+                    self.sync
+                ));
+            }
+            if self.writes_per_sync != 1 {
+                return bad(format!(
+                    "writes_per_sync applies to write workloads only, and {w} reads"
+                ));
+            }
+        }
+        if self.rewind && !matches!(w, Workload::Seqwrite | Workload::Wal) {
+            return bad(format!(
+                "rewind applies to sequential write workloads (seqwrite, wal) only, not {w}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Runs one probe. See the module docs for the `poll` contract: when it
+/// returns true, the workers finish their current op, the scratch file is
+/// removed and `Err(Cancelled)` comes back. The scratch file is removed on
+/// every path, including an unwind out of `poll`.
+/// Blocks every signal in the calling thread until dropped.
+///
+/// Threads inherit the signal mask of the thread that spawns them, so workers
+/// spawned under this guard never run a signal handler. That matters inside
+/// a PostgreSQL backend: its handlers (SIGINT for cancel, SIGALRM for
+/// statement_timeout, SIGUSR1, SIGTERM) set the backend's flags and latch and
+/// must run on the backend's own thread, which polls for them.
+struct BlockSignals(libc::sigset_t);
+
+impl BlockSignals {
+    fn new() -> BlockSignals {
+        // SAFETY: sigset_t is plain data; pthread_sigmask only reads `all`
+        // and writes the previous mask into `old`.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+            BlockSignals(old)
+        }
+    }
+}
+
+impl Drop for BlockSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in new().
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn run_probe(
+    spec: &ProbeSpec,
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<ProbeResult, ProbeError> {
+    spec.validate()?;
+    let scratch = ScratchFile::create(
+        &spec.dir,
+        spec.file_size,
+        spec.block_size,
+        spec.direct,
+        poll,
+    )?;
+    let mut notices = Vec::new();
+    if spec.direct && !scratch.direct() {
+        notices.push(format!(
+            "O_DIRECT refused by the filesystem at {}; ran buffered with the file's pages \
+             dropped (blocks read again may be served from the page cache)",
+            spec.dir.display()
+        ));
+    }
+    let timed = run_timed_phase(spec, &scratch, poll)?;
+    Ok(ProbeResult {
+        ops: timed.ops,
+        bytes: timed.bytes,
+        elapsed: timed.elapsed,
+        histogram: timed.histogram,
+        direct: scratch.direct(),
+        notices,
+    })
+    // `scratch` is dropped here, and on every `?` above: the file is gone.
+}
+
+struct TimedPhase {
+    ops: u64,
+    bytes: u64,
+    elapsed: Duration,
+    histogram: Histogram,
+}
+
+/// State the calling thread shares with the workers.
+struct Shared {
+    /// Set by the caller at the end (or cancel), or by a worker that failed.
+    stop: AtomicBool,
+    gate: StartGate,
+}
+
+/// Stops and releases the workers when the calling thread leaves the
+/// scope by any path, in particular an unwind out of `poll`: the scope
+/// then joins threads that are about to exit instead of hanging.
+struct StopOnDrop<'a>(&'a Shared);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::SeqCst);
+        self.0.gate.open();
+    }
+}
+
+fn run_timed_phase(
+    spec: &ProbeSpec,
+    scratch: &ScratchFile,
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<TimedPhase, ProbeError> {
+    // Preparing every worker before spawning any means a setup error
+    // needs no thread cleanup at all.
+    let seed = fastrand::u64(..);
+    let workers = (0..spec.workers)
+        .map(|index| Worker::prepare(spec, scratch, index, seed))
+        .collect::<Result<Vec<_>, _>>()?;
+    let shared = Shared {
+        stop: AtomicBool::new(false),
+        gate: StartGate::new(),
+    };
+
+    thread::scope(|scope| {
+        let _stop_guard = StopOnDrop(&shared);
+        let mut handles = Vec::with_capacity(workers.len());
+        let mut spawn_error = None;
+        let signals_blocked = BlockSignals::new();
+        for (index, worker) in workers.into_iter().enumerate() {
+            let shared = &shared;
+            match thread::Builder::new()
+                .name(format!("storlab-probe-{index}"))
+                .spawn_scoped(scope, move || worker.run(&shared.stop, &shared.gate))
+            {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    spawn_error = Some(ProbeError::io("starting a probe worker thread", e));
+                    shared.stop.store(true, Ordering::SeqCst);
+                    break;
+                }
+            }
+        }
+        drop(signals_blocked);
+
+        shared.gate.wait_for_arrivals(handles.len());
+        let start = Instant::now();
+        shared.gate.open();
+        let cancelled = wait_until_done(start, spec.duration, &shared.stop, poll);
+        shared.stop.store(true, Ordering::SeqCst);
+
+        let mut outcome = TimedPhase {
+            ops: 0,
+            bytes: 0,
+            elapsed: Duration::ZERO,
+            histogram: Histogram::new(),
+        };
+        let mut first_error = spawn_error;
+        for (index, handle) in handles.into_iter().enumerate() {
+            match handle.join() {
+                Ok(done) => {
+                    outcome.ops += done.ops;
+                    outcome.bytes = outcome.bytes.saturating_add(done.bytes);
+                    outcome.histogram.merge(&done.histogram);
+                    if first_error.is_none() {
+                        first_error = done.error;
+                    }
+                }
+                Err(panic) => {
+                    first_error.get_or_insert_with(|| ProbeError::Io {
+                        context: format!("probe worker {index} panicked"),
+                        source: io::Error::other(panic_message(&panic)),
+                    });
+                }
+            }
+        }
+        outcome.elapsed = start.elapsed();
+
+        if cancelled {
+            return Err(ProbeError::Cancelled);
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(outcome),
+        }
+    })
+}
+
+/// Sleeps in slices until `duration` has passed since `start`, a worker
+/// raised `stop`, or `poll` asked to stop (returns true only for the last).
+fn wait_until_done(
+    start: Instant,
+    duration: Duration,
+    stop: &AtomicBool,
+    poll: &mut dyn FnMut() -> bool,
+) -> bool {
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        let elapsed = start.elapsed();
+        if elapsed >= duration {
+            return false;
+        }
+        thread::sleep(POLL_SLICE.min(duration - elapsed));
+        if poll() {
+            return true;
+        }
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn workers_never_run_signal_handlers_and_the_caller_gets_its_mask_back() {
+        fn sigint_blocked() -> bool {
+            // SAFETY: queries the calling thread's mask without changing it.
+            unsafe {
+                let mut cur: libc::sigset_t = std::mem::zeroed();
+                libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut cur);
+                libc::sigismember(&cur, libc::SIGINT) == 1
+            }
+        }
+        assert!(
+            !sigint_blocked(),
+            "test threads start with SIGINT deliverable"
+        );
+        let guard = super::BlockSignals::new();
+        let in_worker = std::thread::spawn(sigint_blocked).join().unwrap();
+        drop(guard);
+        assert!(in_worker, "a thread spawned under the guard blocks SIGINT");
+        assert!(!sigint_blocked(), "the mask is restored");
+    }
+
+    use super::*;
+    use crate::probe::test_dirs::TestDir;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::path::Path;
+
+    fn quick(dir: &Path, workload: Workload) -> ProbeSpec {
+        ProbeSpec {
+            duration: Duration::from_millis(150),
+            file_size: 4 << 20,
+            ..ProbeSpec::new(dir, workload)
+        }
+    }
+
+    fn never() -> impl FnMut() -> bool {
+        || false
+    }
+
+    fn assert_invalid(spec: &ProbeSpec, needle: &str) {
+        match run_probe(spec, &mut never()) {
+            Err(ProbeError::InvalidSpec(msg)) => assert!(msg.contains(needle), "{msg}"),
+            other => panic!("expected InvalidSpec containing {needle:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_specs_are_rejected_before_touching_the_disk() {
+        let dir = TestDir::new_on_disk("engine-invalid");
+        let base = quick(dir.path(), Workload::Randread);
+        let with = |f: &dyn Fn(&mut ProbeSpec)| {
+            let mut s = base.clone();
+            f(&mut s);
+            s
+        };
+        assert_invalid(&with(&|s| s.block_size = 0), "block_size");
+        assert_invalid(&with(&|s| s.block_size = 1000), "multiple of 512");
+        assert_invalid(&with(&|s| s.block_size = MAX_BLOCK_SIZE + 512), "at most");
+        assert_invalid(&with(&|s| s.workers = 0), "workers");
+        assert_invalid(&with(&|s| s.workers = MAX_WORKERS + 1), "workers");
+        assert_invalid(
+            &with(&|s| {
+                s.workers = 4;
+                s.file_size = 3 * 8192;
+            }),
+            "one block per worker",
+        );
+        assert_invalid(&with(&|s| s.duration = Duration::ZERO), "duration");
+        assert_invalid(
+            &with(&|s| s.sync = SyncMethod::Fsync),
+            "write workloads only",
+        );
+        assert_invalid(&with(&|s| s.writes_per_sync = 2), "write workloads only");
+        assert_invalid(&with(&|s| s.writes_per_sync = 0), "at least 1");
+        assert_invalid(&with(&|s| s.rewind = true), "rewind");
+        assert_invalid(&with(&|s| s.dir = PathBuf::new()), "dir");
+        let mut randwrite = quick(dir.path(), Workload::Randwrite);
+        randwrite.rewind = true;
+        assert_invalid(&randwrite, "rewind");
+        assert!(dir.entries().is_empty());
+
+        for w in Workload::ALL {
+            quick(dir.path(), w).validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn successful_run_leaves_no_file_and_counts_consistently() {
+        let dir = TestDir::new_on_disk("engine-ok");
+        let spec = ProbeSpec {
+            direct: false,
+            ..quick(dir.path(), Workload::Seqread)
+        };
+        let r = run_probe(&spec, &mut never()).unwrap();
+        assert!(r.ops > 0);
+        assert_eq!(r.bytes, r.ops * 8192);
+        assert_eq!(r.histogram.count(), r.ops);
+        assert!(r.elapsed >= spec.duration, "{:?}", r.elapsed);
+        assert!(r.elapsed < spec.duration + Duration::from_millis(200));
+        assert!(!r.direct);
+        assert!(r.notices.is_empty(), "{:?}", r.notices);
+        assert!(r.iops() > 0.0 && r.mib_per_sec() > 0.0);
+        assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    }
+
+    #[test]
+    fn refused_direct_is_reported_and_runs_buffered() {
+        // /dev/shm where it refuses O_DIRECT (kernels before 6.6), else ramfs.
+        let Some(dir) = TestDir::refusing_direct("engine-nodirect") else {
+            return;
+        };
+        let r = run_probe(&quick(dir.path(), Workload::Randread), &mut never()).unwrap();
+        assert!(!r.direct);
+        assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
+        assert!(
+            r.notices[0].contains("O_DIRECT refused"),
+            "{}",
+            r.notices[0]
+        );
+        assert!(r.ops > 0);
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn direct_is_used_on_a_disk() {
+        let dir = TestDir::new_on_disk("engine-direct");
+        let r = run_probe(&quick(dir.path(), Workload::Randread), &mut never()).unwrap();
+        if !r.direct {
+            eprintln!(
+                "skipping: /var/tmp refuses O_DIRECT on this machine: {:?}",
+                r.notices
+            );
+            return;
+        }
+        assert!(r.notices.is_empty(), "{:?}", r.notices);
+        assert!(r.ops > 0);
+        // Uncached 8 KiB reads from a device cannot be as fast as memory
+        // copies; a mean under 1 us would mean O_DIRECT was not in effect.
+        assert!(r.histogram.mean_us() > 1.0, "{}", r.histogram.mean_us());
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn wal_commits_count_groups_of_writes() {
+        let dir = TestDir::new_on_disk("engine-wal");
+        let spec = ProbeSpec {
+            writes_per_sync: 2,
+            rewind: true,
+            ..quick(dir.path(), Workload::Wal)
+        };
+        assert_eq!(spec.sync, SyncMethod::Fdatasync);
+        let r = run_probe(&spec, &mut never()).unwrap();
+        assert!(r.ops > 0);
+        assert_eq!(r.bytes, r.ops * 2 * 8192);
+        assert_eq!(r.histogram.count(), r.ops);
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn every_write_workload_and_sync_method_runs() {
+        let dir = TestDir::new_on_disk("engine-writes");
+        for (workload, sync) in [
+            (Workload::Randwrite, SyncMethod::None),
+            (Workload::Seqwrite, SyncMethod::Fsync),
+            (Workload::Wal, SyncMethod::OpenDatasync),
+            (Workload::Wal, SyncMethod::OpenSync),
+        ] {
+            let spec = ProbeSpec {
+                sync,
+                duration: Duration::from_millis(60),
+                ..quick(dir.path(), workload)
+            };
+            let r = run_probe(&spec, &mut never()).unwrap();
+            assert!(r.ops > 0, "{workload} {sync}");
+            assert_eq!(r.bytes, r.ops * 8192, "{workload} {sync}");
+        }
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn four_workers_all_contribute() {
+        let Some(dir) = TestDir::new_on_shm("engine-4w") else {
+            return;
+        };
+        for workload in [Workload::Seqread, Workload::Randwrite] {
+            let spec = ProbeSpec {
+                workers: 4,
+                ..quick(dir.path(), workload)
+            };
+            let scratch = ScratchFile::create(
+                &spec.dir,
+                spec.file_size,
+                spec.block_size,
+                false,
+                &mut never(),
+            )
+            .unwrap();
+            let phase = run_timed_phase_per_worker(&spec, &scratch);
+            assert_eq!(phase.len(), 4);
+            for (i, ops) in phase.iter().enumerate() {
+                assert!(*ops > 0, "{workload}: worker {i} did nothing: {phase:?}");
+            }
+            drop(scratch);
+            let r = run_probe(&spec, &mut never()).unwrap();
+            assert!(r.ops >= 4, "{workload}");
+        }
+        assert!(dir.entries().is_empty());
+    }
+
+    /// Runs the workers directly (without the merge) to see each one's count.
+    fn run_timed_phase_per_worker(spec: &ProbeSpec, scratch: &ScratchFile) -> Vec<u64> {
+        let shared = Shared {
+            stop: AtomicBool::new(false),
+            gate: StartGate::new(),
+        };
+        thread::scope(|s| {
+            let handles: Vec<_> = (0..spec.workers)
+                .map(|i| {
+                    let w = Worker::prepare(spec, scratch, i, 42).unwrap();
+                    let shared = &shared;
+                    s.spawn(move || w.run(&shared.stop, &shared.gate))
+                })
+                .collect();
+            shared.gate.wait_for_arrivals(spec.workers);
+            shared.gate.open();
+            thread::sleep(spec.duration);
+            shared.stop.store(true, Ordering::SeqCst);
+            handles
+                .into_iter()
+                .map(|h| {
+                    let done = h.join().unwrap();
+                    assert!(done.error.is_none());
+                    done.ops
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn cancel_mid_run_is_prompt_and_leaves_no_file() {
+        let dir = TestDir::new_on_disk("engine-cancel");
+        let spec = ProbeSpec {
+            duration: Duration::from_secs(30),
+            workers: 2,
+            ..quick(dir.path(), Workload::Randread)
+        };
+        let began = Instant::now();
+        let mut asked: Option<Instant> = None;
+        let mut poll = || {
+            if began.elapsed() > Duration::from_millis(200) {
+                asked.get_or_insert_with(Instant::now);
+                true
+            } else {
+                false
+            }
+        };
+        let result = run_probe(&spec, &mut poll);
+        let returned = Instant::now();
+        assert!(matches!(result, Err(ProbeError::Cancelled)), "{result:?}");
+        let lag = returned - asked.expect("poll was never asked to stop");
+        assert!(lag < Duration::from_millis(50), "cancel took {lag:?}");
+        assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    }
+
+    #[test]
+    fn cancel_during_the_fill_returns_cancelled() {
+        let dir = TestDir::new_on_disk("engine-cancel-fill");
+        let r = run_probe(&quick(dir.path(), Workload::Randread), &mut || true);
+        assert!(matches!(r, Err(ProbeError::Cancelled)), "{r:?}");
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn unwinding_out_of_poll_stops_workers_and_removes_the_file() {
+        let dir = TestDir::new_on_disk("engine-unwind");
+        // First in the fill, then in the timed phase with workers running.
+        for panic_at_call in [2, 12] {
+            let spec = ProbeSpec {
+                duration: Duration::from_secs(30),
+                workers: 2,
+                ..quick(dir.path(), Workload::Wal)
+            };
+            let mut calls = 0;
+            let began = Instant::now();
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                run_probe(&spec, &mut || {
+                    calls += 1;
+                    if calls == panic_at_call {
+                        panic!("simulated ERROR from the interrupt check");
+                    }
+                    false
+                })
+            }));
+            assert!(caught.is_err(), "the panic must propagate");
+            assert!(began.elapsed() < Duration::from_secs(5));
+            assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+        }
+    }
+
+    #[test]
+    fn worker_io_errors_stop_the_run_and_are_reported() {
+        // A file truncated under the workers makes reads hit EOF: a short
+        // read, which must surface as an error rather than a short count.
+        let dir = TestDir::new_on_disk("engine-ioerr");
+        let spec = ProbeSpec {
+            direct: false,
+            duration: Duration::from_secs(30),
+            workers: 2,
+            ..quick(dir.path(), Workload::Seqread)
+        };
+        let scratch =
+            ScratchFile::create(&spec.dir, spec.file_size, 8192, false, &mut never()).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(scratch.path())
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let began = Instant::now();
+        let err = match run_timed_phase(&spec, &scratch, &mut never()) {
+            Err(e) => e,
+            Ok(_) => panic!("reads past EOF must fail"),
+        };
+        assert!(
+            began.elapsed() < Duration::from_secs(1),
+            "did not stop early"
+        );
+        match err {
+            ProbeError::Io { context, source } => {
+                assert!(
+                    context.starts_with("read of 8192 bytes at offset"),
+                    "{context}"
+                );
+                assert_eq!(source.kind(), io::ErrorKind::UnexpectedEof);
+            }
+            other => panic!("expected Io, got {other:?}"),
+        }
+    }
+}

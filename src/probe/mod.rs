@@ -1,0 +1,42 @@
+//! The I/O measurement engine: fills a scratch file in a tablespace's temp
+//! folder, hammers it from a few threads with a chosen workload, and returns
+//! a latency histogram.
+//!
+//! Nothing here knows about PostgreSQL. The caller hands in a `poll` closure
+//! that checks the backend's interrupt flag; this module promises to call it
+//! only from the calling thread, never to panic on bad input or I/O errors,
+//! and always to remove its scratch file, even when the caller unwinds out of
+//! `poll` (which is how a PostgreSQL ERROR travels through Rust frames).
+//!
+//! Module map:
+//! - `workload`, `sync_method`: what to measure, parsed from SQL-facing names.
+//! - `offsets`: where each I/O lands (pure functions, tested directly).
+//! - `buffer`: page-aligned memory for O_DIRECT.
+//! - `scratch`: the scratch file's life cycle and stale-file cleanup.
+//! - `histogram`: latency histogram that survives a round trip through bytea.
+//! - `start_gate`: lets worker threads start the timed phase together.
+//! - `worker`: one thread's timed loop of reads or commits.
+//! - `engine`: `ProbeSpec` and `run_probe`, which tie the above together.
+
+mod buffer;
+mod engine;
+mod error;
+mod histogram;
+mod offsets;
+mod scratch;
+mod start_gate;
+mod sync_method;
+mod worker;
+mod workload;
+
+#[cfg(test)]
+mod test_dirs;
+
+pub use buffer::{AlignedBuf, BUFFER_ALIGN};
+pub use engine::{run_probe, ProbeResult, ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS};
+pub use error::ProbeError;
+pub use histogram::{Histogram, HistogramError};
+pub use offsets::{random_offset, worker_region, Region, SeqCursor};
+pub use scratch::{remove_stale, ScratchFile, SCRATCH_PREFIX};
+pub use sync_method::SyncMethod;
+pub use workload::Workload;
