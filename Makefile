@@ -31,6 +31,10 @@ demo: install lab
 test: deps
 	@scripts/test
 
+# Release build against fio and pg_test_fsync on the lab's volumes (minutes).
+bench: install lab
+	bench/probe_vs_fio
+
 clean: lab-stop
 	cargo clean
 	rm -rf results regression.diffs regression.out

@@ -9,13 +9,22 @@ use pgrx::prelude::*;
 
 pub mod api;
 pub mod env;
+pub mod probe;
+pub mod report;
 
 ::pgrx::pg_module_magic!(name, version);
 
 // Schema objects (tables, views, grants) live in SQL files, not Rust strings.
-// `bootstrap` runs first; `finalize` runs after every function exists, so the
-// grants there can name them.
+// `bootstrap` runs first, so functions can return the tables' row types;
+// `finalize` runs after every function exists, so the grants can name them.
+extension_sql_file!("../sql/catalog/probes.sql", name = "probes", bootstrap);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
+
+/// Runs when a backend first loads the library (no shared_preload_libraries needed).
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    api::probe::init_gucs();
+}
 
 #[cfg(any(test, feature = "pg_test"))]
 #[pg_schema]
@@ -52,6 +61,25 @@ mod tests {
              FROM storlab.tablespaces() WHERE kind = 'wal'",
         );
         assert_eq!(ok, Ok(Some(true)));
+    }
+
+    #[pg_test]
+    fn probe_stores_one_row_and_leaves_no_file() {
+        let ops = Spi::get_one::<i64>(
+            "SELECT ops FROM storlab.probe('pg_default', 'randwrite', duration => '100 ms',
+                                           file_size => 1048576, direct => false)",
+        );
+        assert!(ops.unwrap().unwrap() > 0);
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM storlab.probes"), Ok(Some(1)));
+        let left = Spi::get_one::<i64>(
+            "SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false) f WHERE f LIKE 'pgsql_tmp_storlab%'",
+        );
+        assert_eq!(left, Ok(Some(0)));
+    }
+
+    #[pg_test(error = "tablespace \"no_such_ts\" does not exist")]
+    fn probe_of_an_unknown_tablespace_is_an_error() {
+        let _ = Spi::run("SELECT storlab.probe('no_such_ts')");
     }
 }
 

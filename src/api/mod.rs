@@ -2,4 +2,7 @@
 //! Everything else is delegated to the pure core.
 
 pub mod name;
+pub mod probe;
+pub mod probe_args;
+pub mod suite;
 pub mod tablespaces;

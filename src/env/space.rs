@@ -90,8 +90,15 @@ mod tests {
             .write_all(&[2u8; 24])
             .unwrap();
         std::os::unix::fs::symlink("/etc/passwd", base.join("link")).unwrap();
-        let dirs: u64 = ["a", "a/b"].iter().map(|d| base.join(d).metadata().unwrap().len()).sum();
-        assert_eq!(dir_bytes(&base).unwrap(), 1024 + dirs, "files and the folders below, not the link");
+        let dirs: u64 = ["a", "a/b"]
+            .iter()
+            .map(|d| base.join(d).metadata().unwrap().len())
+            .sum();
+        assert_eq!(
+            dir_bytes(&base).unwrap(),
+            1024 + dirs,
+            "files and the folders below, not the link"
+        );
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

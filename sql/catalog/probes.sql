@@ -1,0 +1,35 @@
+-- storlab.probes: one row per probe run, kept so that runs can be compared,
+-- charted and gathered from many servers.
+CREATE TABLE storlab.probes (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tablespace        name        NOT NULL,   -- or 'pg_wal' for the WAL folder
+    location          text        NOT NULL,   -- the folder the scratch file was in
+    workload          text        NOT NULL CHECK (workload IN ('randread', 'randwrite', 'seqread', 'seqwrite', 'wal')),
+    block_size        integer     NOT NULL CHECK (block_size > 0),
+    workers           integer     NOT NULL CHECK (workers > 0),
+    direct            boolean     NOT NULL,   -- O_DIRECT really used (false after a fallback)
+    sync_method       text        NOT NULL CHECK (sync_method IN ('none', 'fdatasync', 'fsync', 'open_datasync', 'open_sync')),
+    writes_per_sync   integer     NOT NULL DEFAULT 1 CHECK (writes_per_sync > 0),  -- one op = this many writes, then the sync
+    file_size         bigint      NOT NULL,
+    duration_s        float8      NOT NULL,   -- measured, not requested
+    ops               bigint      NOT NULL,
+    bytes             bigint      NOT NULL,
+    iops              float8      NOT NULL,   -- ops per second (commits per second for wal)
+    mib_s             float8      NOT NULL,
+    lat_mean_us       float8,
+    lat_p50_us        float8,
+    lat_p90_us        float8,
+    lat_p99_us        float8,
+    lat_p999_us       float8,
+    lat_max_us        float8,
+    histogram         bytea       NOT NULL,   -- HDR histogram (V2, deflate) in nanoseconds, mergeable
+    env               jsonb       NOT NULL,   -- storlab.tablespaces() facts at probe time
+    label             text,
+    system_identifier bigint      NOT NULL,
+    hostname          text        NOT NULL,
+    started_at        timestamptz NOT NULL
+);
+
+CREATE INDEX probes_lookup ON storlab.probes (tablespace, workload, block_size, workers, started_at DESC);
+
+COMMENT ON TABLE storlab.probes IS 'One row per storlab probe: workload, parameters, throughput, latency percentiles (microseconds), HDR histogram and the storage facts at probe time';

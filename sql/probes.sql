@@ -1,0 +1,135 @@
+--
+-- Probes: how a tablespace behaves for the I/O PostgreSQL does, measured with
+-- a scratch file in the tablespace's own temp folder and stored in
+-- storlab.probes. Figures vary from machine to machine, so this file shows
+-- what is stored and checked, never the figures themselves (see the README
+-- for real ones).
+--
+CREATE EXTENSION IF NOT EXISTS storlab;
+-- Keep the scratch files of the suites small in this test.
+SET storlab.suite_file_size = '8MB';
+
+-- storlab.probe(tablespace, workload, block_size, duration, workers,
+--               file_size, direct, sync_method, label) measures one workload
+-- and returns the stored row. 8 kB random reads on the RAM tablespace:
+SELECT tablespace, workload, block_size, workers, sync_method, file_size,
+       ops > 0 AS measured,
+       iops > 0 AND mib_s > 0 AS rates,
+       lat_p50_us <= lat_p90_us AND lat_p90_us <= lat_p99_us AND lat_p99_us <= lat_p999_us
+         AND lat_p999_us <= lat_max_us AS percentiles_ordered,
+       bytes = ops * block_size AS bytes_add_up,
+       length(histogram) > 0 AS has_histogram,
+       env->>'fs_type' AS fs_type,
+       system_identifier = (SELECT system_identifier FROM pg_control_system()) AS this_server,
+       label
+  FROM storlab.probe('lab_ram', 'randread', duration => '200 ms', file_size => 8 * 1024 * 1024,
+                     direct => false, label => 'regress');
+
+-- A WAL-like probe of the WAL folder's own volume: sequential 8 kB writes,
+-- each followed by fdatasync (PostgreSQL's WAL flush on Linux). One op is
+-- one commit. The scratch file is removed from pg_wal afterwards.
+SELECT tablespace, workload, sync_method, writes_per_sync, ops > 0 AS measured,
+       bytes = ops * block_size AS bytes_add_up, env->>'kind' AS kind
+  FROM storlab.probe('pg_wal', 'wal', duration => '200 ms', file_size => 1024 * 1024);
+SELECT count(*) AS our_files_in_pg_wal FROM pg_ls_waldir() WHERE name LIKE 'pgsql_tmp%';
+
+-- Every call leaves one row, with the storage facts at probe time.
+SELECT tablespace, workload, env ? 'mount_point' AS has_facts
+  FROM storlab.probes ORDER BY id;
+
+-- Several workers: each has its own descriptor and its own random offsets;
+-- their histograms are merged into one.
+SELECT workers, ops > 0 AS measured
+  FROM storlab.probe('lab_ram', 'randwrite', duration => '200 ms', workers => 4,
+                     file_size => 8 * 1024 * 1024, direct => false);
+
+-- storlab.fsync_cost(tablespace, duration): pg_test_fsync's comparison of
+-- sync methods, with percentiles; every test is also stored as a probe.
+-- (Notices about O_DIRECT fallbacks depend on the kernel: not shown here.)
+SET client_min_messages = warning;
+SELECT test, method, write_size, writes_per_sync, ops_per_s > 0 AS measured,
+       lat_mean_us <= lat_p99_us AS mean_below_p99
+  FROM storlab.fsync_cost('lab_ram', '50 ms');
+RESET client_min_messages;
+SELECT count(*) AS stored_fsync_probes FROM storlab.probes WHERE label LIKE 'fsync_cost:%';
+
+-- storlab.profile(tablespace, duration, workers[]): the standard suite at each
+-- worker count. A single-process test hides how a volume scales; '{1,2}'
+-- shows it.
+SELECT workload, block_size, workers, sync_method, ops > 0 AS measured, label
+  FROM storlab.profile('lab_ram', '100 ms', '{1,2}') ORDER BY id;
+
+-- storlab.compare_tablespaces(max_age, duration): every tablespace and
+-- pg_wal side by side. Missing figures are probed first (a NOTICE names them;
+-- hidden here because the lab's tablespaces differ with and without root).
+SET client_min_messages = warning;
+CREATE TEMP TABLE cmp AS SELECT * FROM storlab.compare_tablespaces(duration => '100 ms');
+RESET client_min_messages;
+SELECT tablespace, fs_type,
+       randread_p99_us > 0 AND wal_commit_p99_us > 0 AND seqread_mib_s > 0 AS measured,
+       randread_vs_best >= 1 AND wal_commit_vs_best >= 1 AS ratios_at_least_one,
+       probed_at IS NOT NULL AS dated
+  FROM cmp WHERE tablespace IN ('pg_default', 'lab_ram', 'lab_disk', 'pg_wal') ORDER BY tablespace;
+-- Each role goes to at least one tablespace, and its winner has a ratio of 1.
+SELECT role, count(*) >= 1 AS has_a_winner
+  FROM cmp, unnest(best_for) AS role GROUP BY role ORDER BY role;
+SELECT count(*) AS wal_winners_not_at_1 FROM cmp WHERE 'wal' = ANY (best_for) AND wal_commit_vs_best <> 1;
+-- Called again within max_age, it probes nothing and reuses the stored figures.
+SELECT count(*) AS probes_before FROM storlab.probes \gset
+SELECT count(*) = (SELECT count(*) FROM cmp) AS same_rows FROM storlab.compare_tablespaces(duration => '100 ms');
+SELECT count(*) - :probes_before AS new_probes FROM storlab.probes;
+
+-- Bad input: a clear error with its SQLSTATE, and nothing left behind.
+CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE 'SELECT ' || call;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SELECT count(*) AS probes_before FROM storlab.probes \gset
+SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
+  ($$storlab.probe('no_such_tablespace')$$),
+  ($$storlab.probe('pg_global')$$),
+  ($$storlab.probe(NULL)$$),
+  ($$storlab.probe('lab_ram', 'scan')$$),
+  ($$storlab.probe('lab_ram', block_size => 1000)$$),
+  ($$storlab.probe('lab_ram', block_size => 2097152)$$),
+  ($$storlab.probe('lab_ram', duration => '0 s')$$),
+  ($$storlab.probe('lab_ram', duration => '1 hour')$$),
+  ($$storlab.probe('lab_ram', workers => 0)$$),
+  ($$storlab.probe('lab_ram', workers => 65)$$),
+  ($$storlab.probe('lab_ram', file_size => 4096)$$),
+  ($$storlab.probe('lab_ram', 'wal', sync_method => 'sometimes')$$),
+  ($$storlab.probe('lab_ram', 'randread', sync_method => 'fsync')$$),
+  ($$storlab.fsync_cost('no_such_tablespace')$$),
+  ($$storlab.profile('lab_ram', workers => '{1,0}')$$),
+  ($$storlab.profile('lab_ram', workers => '{}')$$),
+  ($$storlab.compare_tablespaces(max_age => '-1 day')$$)
+) AS v(call);
+-- Before writing, the free space is checked: file_size plus
+-- storlab.min_free_bytes must fit, else 53100 and nothing is written.
+SET storlab.min_free_bytes = '2000GB';
+SELECT pg_temp.error_of($$storlab.probe('lab_ram', 'randwrite', duration => '1 s')$$) AS error;
+RESET storlab.min_free_bytes;
+SELECT count(*) - :probes_before AS rows_added_by_errors FROM storlab.probes;
+SELECT count(*) AS scratch_files_left
+  FROM storlab.tablespaces() t, pg_ls_dir(t.location || '/pgsql_tmp', true, false) f
+ WHERE t.kind = 'tablespace' AND f LIKE 'pgsql_tmp_storlab%';
+
+-- DROP TABLESPACE still succeeds after a probe: scratch files never go into
+-- a database folder.
+SET allow_in_place_tablespaces = on;
+CREATE TABLESPACE regress_probe_ts LOCATION '';
+SELECT tablespace, ops > 0 AS measured
+  FROM storlab.probe('regress_probe_ts', 'randwrite', duration => '100 ms', file_size => 1024 * 1024, direct => false);
+DROP TABLESPACE regress_probe_ts;
+
+-- Probing writes files: not for PUBLIC. The stored results are readable by pg_monitor.
+CREATE ROLE regress_probe_nobody;
+SET ROLE regress_probe_nobody;
+SELECT pg_temp.error_of($$storlab.probe('lab_ram')$$) AS error;
+SELECT pg_temp.error_of($$storlab.compare_tablespaces()$$) AS error;
+RESET ROLE;
+DROP ROLE regress_probe_nobody;
+SELECT has_table_privilege('pg_monitor', 'storlab.probes', 'SELECT') AS monitor_reads_results;

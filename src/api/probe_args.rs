@@ -1,0 +1,358 @@
+//! Checks on probe arguments, with the allowed range in every message.
+//! Pure (no PostgreSQL) so that the limits are covered by plain #[test]s; the
+//! caller turns an Err into ERROR 22023 invalid_parameter_value.
+
+use std::time::Duration;
+
+use crate::probe::{SyncMethod, Workload};
+
+pub const MAX_BLOCK_SIZE: i64 = 1024 * 1024;
+pub const MAX_WORKERS: i64 = 64;
+
+/// Arguments as SQL passes them, before any check.
+#[derive(Debug, Clone)]
+pub struct RawProbeArgs<'a> {
+    pub workload: &'a str,
+    pub block_size: i64,
+    pub duration_us: i64,
+    pub workers: i64,
+    pub file_size: i64,
+    pub sync_method: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeArgs {
+    pub workload: Workload,
+    pub block_size: usize,
+    pub duration: Duration,
+    pub workers: usize,
+    pub file_size: u64,
+    pub sync: SyncMethod,
+}
+
+pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs, String> {
+    let workload: Workload = raw.workload.parse().map_err(|e: String| e)?;
+    if raw.block_size <= 0 || raw.block_size % 512 != 0 || raw.block_size > MAX_BLOCK_SIZE {
+        return Err(format!(
+            "block_size must be a multiple of 512 between 512 and {MAX_BLOCK_SIZE} bytes, not {}",
+            raw.block_size
+        ));
+    }
+    if raw.duration_us <= 0 || raw.duration_us as u128 > max_duration.as_micros() {
+        return Err(format!(
+            "duration must be positive and at most storlab.max_probe_duration ({} s), not {} s",
+            max_duration.as_secs(),
+            raw.duration_us as f64 / 1e6
+        ));
+    }
+    if !(1..=MAX_WORKERS).contains(&raw.workers) {
+        return Err(format!(
+            "workers must be between 1 and {MAX_WORKERS}, not {}",
+            raw.workers
+        ));
+    }
+    if raw.file_size < raw.block_size * raw.workers {
+        return Err(format!(
+            "file_size must be at least block_size * workers ({} bytes), not {}",
+            raw.block_size * raw.workers,
+            raw.file_size
+        ));
+    }
+    let sync = match raw.sync_method {
+        None => workload.default_sync(),
+        Some(s) => {
+            let m: SyncMethod = s.parse().map_err(|e: String| e)?;
+            if !workload.is_write() && m != SyncMethod::None {
+                return Err(format!(
+                    "sync_method {s} applies to write workloads only; {} reads",
+                    workload.as_str()
+                ));
+            }
+            m
+        }
+    };
+    Ok(ProbeArgs {
+        workload,
+        block_size: raw.block_size as usize,
+        duration: Duration::from_micros(raw.duration_us as u64),
+        workers: raw.workers as usize,
+        file_size: raw.file_size as u64,
+        sync,
+    })
+}
+
+/// Scratch file size for the suites (profile, compare_tablespaces): at most
+/// `cap` (storlab.suite_file_size, 256 MiB by default) and at most a quarter
+/// of the free space, a whole number of 1 MiB (so of every suite block size),
+/// never below what the workers need.
+pub fn suite_file_size(cap: u64, free_bytes: u64, min_bytes: u64) -> u64 {
+    const MIB: u64 = 1024 * 1024;
+    let size = cap.min(free_bytes / 4) / MIB * MIB;
+    size.max(min_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw() -> RawProbeArgs<'static> {
+        RawProbeArgs {
+            workload: "randread",
+            block_size: 8192,
+            duration_us: 5_000_000,
+            workers: 1,
+            file_size: 256 << 20,
+            sync_method: None,
+        }
+    }
+    const MAX: Duration = Duration::from_secs(300);
+
+    #[test]
+    fn defaults_pass_and_take_the_workload_sync() {
+        let a = check(&raw(), MAX).unwrap();
+        assert_eq!(a.sync, SyncMethod::None);
+        let w = check(
+            &RawProbeArgs {
+                workload: "wal",
+                ..raw()
+            },
+            MAX,
+        )
+        .unwrap();
+        assert_eq!(
+            w.sync,
+            SyncMethod::Fdatasync,
+            "WAL flushes with fdatasync on Linux by default"
+        );
+    }
+
+    #[test]
+    fn each_limit_names_its_range() {
+        let e = |r: RawProbeArgs| check(&r, MAX).unwrap_err();
+        assert!(e(RawProbeArgs {
+            block_size: 1000,
+            ..raw()
+        })
+        .contains("multiple of 512"));
+        assert!(e(RawProbeArgs {
+            block_size: 2 << 20,
+            ..raw()
+        })
+        .contains("1048576"));
+        assert!(e(RawProbeArgs {
+            block_size: 0,
+            ..raw()
+        })
+        .contains("block_size"));
+        assert!(e(RawProbeArgs {
+            duration_us: 0,
+            ..raw()
+        })
+        .contains("positive"));
+        assert!(e(RawProbeArgs {
+            duration_us: 301_000_000,
+            ..raw()
+        })
+        .contains("300 s"));
+        assert!(e(RawProbeArgs {
+            workers: 0,
+            ..raw()
+        })
+        .contains("between 1 and 64"));
+        assert!(e(RawProbeArgs {
+            workers: 65,
+            ..raw()
+        })
+        .contains("between 1 and 64"));
+        assert!(e(RawProbeArgs {
+            file_size: 4096,
+            ..raw()
+        })
+        .contains("at least block_size * workers"));
+        assert!(e(RawProbeArgs {
+            workload: "scan",
+            ..raw()
+        })
+        .contains("randread"));
+        assert!(e(RawProbeArgs {
+            sync_method: Some("sometimes"),
+            workload: "wal",
+            ..raw()
+        })
+        .contains("fdatasync"));
+        assert!(e(RawProbeArgs {
+            sync_method: Some("fsync"),
+            ..raw()
+        })
+        .contains("write workloads only"));
+    }
+
+    #[test]
+    fn explicit_sync_for_writes_is_kept() {
+        let a = check(
+            &RawProbeArgs {
+                workload: "randwrite",
+                sync_method: Some("open_datasync"),
+                ..raw()
+            },
+            MAX,
+        );
+        assert_eq!(a.unwrap().sync, SyncMethod::OpenDatasync);
+    }
+
+    #[test]
+    fn suite_files_fit_a_quarter_of_free_space() {
+        const CAP: u64 = 256 << 20;
+        assert_eq!(suite_file_size(CAP, 100 << 30, 0), 256 << 20);
+        assert_eq!(suite_file_size(CAP, 400 << 20, 0), 100 << 20);
+        assert_eq!(
+            suite_file_size(CAP, 1 << 20, 8192),
+            8192,
+            "never below what the workers need"
+        );
+        assert_eq!(
+            suite_file_size(16 << 20, 100 << 30, 0),
+            16 << 20,
+            "the cap is a setting"
+        );
+        assert_eq!(
+            suite_file_size((16 << 20) + 5, 100 << 30, 0),
+            16 << 20,
+            "whole MiB"
+        );
+    }
+}
+
+/// One workload of the standard suite that `profile` runs and
+/// `compare_tablespaces` compares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SuiteItem {
+    pub workload: Workload,
+    pub block_size: usize,
+    pub sync: SyncMethod,
+    /// O_DIRECT, so that reads measure the device and not the page cache.
+    /// The WAL item writes through the page cache and flushes with fdatasync,
+    /// as PostgreSQL's WAL does by default on Linux.
+    pub direct: bool,
+}
+
+pub const SUITE: [SuiteItem; 5] = [
+    SuiteItem {
+        workload: Workload::Randread,
+        block_size: 8192,
+        sync: SyncMethod::None,
+        direct: true,
+    },
+    SuiteItem {
+        workload: Workload::Randwrite,
+        block_size: 8192,
+        sync: SyncMethod::None,
+        direct: true,
+    },
+    SuiteItem {
+        workload: Workload::Wal,
+        block_size: 8192,
+        sync: SyncMethod::Fdatasync,
+        direct: false,
+    },
+    SuiteItem {
+        workload: Workload::Seqwrite,
+        block_size: 131072,
+        sync: SyncMethod::None,
+        direct: true,
+    },
+    SuiteItem {
+        workload: Workload::Seqread,
+        block_size: 131072,
+        sync: SyncMethod::None,
+        direct: true,
+    },
+];
+
+/// One test of the pg_test_fsync suite: `writes` writes of `write_size`
+/// bytes, then the sync method, always rewriting from the start of the file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FsyncTest {
+    pub test: &'static str,
+    pub method: SyncMethod,
+    pub write_size: usize,
+    pub writes: u32,
+}
+
+impl FsyncTest {
+    /// pg_test_fsync opens the file with O_DIRECT for the open_* methods and
+    /// writes through the page cache for the others; so do we, so that the
+    /// figures can be compared with it.
+    pub fn direct(&self) -> bool {
+        matches!(self.method, SyncMethod::OpenDatasync | SyncMethod::OpenSync)
+    }
+}
+
+/// pg_test_fsync's tests, in its order.
+pub fn fsync_tests() -> Vec<FsyncTest> {
+    use SyncMethod::*;
+    let methods = [OpenDatasync, Fdatasync, Fsync, OpenSync];
+    let mut tests = Vec::new();
+    for method in methods {
+        tests.push(FsyncTest {
+            test: "one 8kB write per sync",
+            method,
+            write_size: 8192,
+            writes: 1,
+        });
+    }
+    for method in methods {
+        tests.push(FsyncTest {
+            test: "two 8kB writes per sync",
+            method,
+            write_size: 8192,
+            writes: 2,
+        });
+    }
+    for (write_size, writes) in [(16384, 1), (8192, 2), (4096, 4), (2048, 8), (1024, 16)] {
+        tests.push(FsyncTest {
+            test: "open_sync, 16kB in different write sizes",
+            method: OpenSync,
+            write_size,
+            writes,
+        });
+    }
+    tests.push(FsyncTest {
+        test: "8kB write, no sync",
+        method: None,
+        write_size: 8192,
+        writes: 1,
+    });
+    tests
+}
+
+#[cfg(test)]
+mod suite_tests {
+    use super::*;
+
+    #[test]
+    fn fsync_suite_is_pg_test_fsyncs() {
+        let t = fsync_tests();
+        assert_eq!(t.len(), 14);
+        assert!(t
+            .iter()
+            .filter(|t| t.test.starts_with("open_sync, 16kB"))
+            .all(|t| t.write_size * t.writes as usize == 16384));
+        assert!(t
+            .iter()
+            .all(|t| t.direct()
+                == matches!(t.method, SyncMethod::OpenDatasync | SyncMethod::OpenSync)));
+        assert_eq!(t.last().unwrap().method, SyncMethod::None);
+    }
+
+    #[test]
+    fn suite_covers_every_workload_once() {
+        let mut names: Vec<_> = SUITE.iter().map(|s| s.workload.as_str()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["randread", "randwrite", "seqread", "seqwrite", "wal"]
+        );
+        assert!(SUITE.iter().all(|s| s.block_size % 512 == 0));
+    }
+}

@@ -1,0 +1,3 @@
+//! Turning stored figures into comparisons. Pure Rust, no PostgreSQL.
+
+pub mod compare;

@@ -1,0 +1,102 @@
+-- Probes: behaviour on the lab's real storage, cancel paths, ENOSPC, leftovers.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS dblink;
+SELECT plan(16);
+
+CREATE FUNCTION pg_temp.scratch_files() RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM storlab.tablespaces() t,
+         pg_ls_dir(t.location || CASE WHEN t.kind = 'wal' THEN '' ELSE '/pgsql_tmp' END, true, false) f
+   WHERE f LIKE 'pgsql_tmp_storlab%'
+$$;
+-- pgTAP's throws_ok cannot see 57014: PL/pgSQL's WHEN OTHERS deliberately
+-- leaves query_canceled alone, so catch it by name.
+CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION
+  WHEN query_canceled THEN RETURN SQLSTATE;
+  WHEN OTHERS THEN RETURN SQLSTATE;
+END $$;
+CREATE TEMP TABLE clock (t timestamptz);
+CREATE FUNCTION pg_temp.tick() RETURNS void LANGUAGE sql AS $$ DELETE FROM clock; INSERT INTO clock VALUES (clock_timestamp()) $$;
+CREATE FUNCTION pg_temp.since_tick() RETURNS numeric LANGUAGE sql AS $$ SELECT extract(epoch FROM clock_timestamp() - t) FROM clock $$;
+
+-- RAM against the disk: a WAL commit (8 kB write + fdatasync) is a memory copy
+-- on tmpfs and a trip to the device on disk.
+SELECT cmp_ok(
+  (SELECT lat_p50_us FROM storlab.probe('lab_disk', 'wal', duration => '1 s', file_size => 16 * 1024 * 1024)),
+  '>',
+  10 * (SELECT lat_p50_us FROM storlab.probe('lab_ram', 'wal', duration => '1 s', file_size => 16 * 1024 * 1024)),
+  'RAM beats the disk on WAL commit latency by more than 10x');
+
+-- Concurrency: 4 workers on RAM complete more operations than 1.
+SELECT cmp_ok(
+  (SELECT iops FROM storlab.probe('lab_ram', 'randread', duration => '1 s', workers => 4, file_size => 64 * 1024 * 1024, direct => false)),
+  '>',
+  1.2 * (SELECT iops FROM storlab.probe('lab_ram', 'randread', duration => '1 s', workers => 1, file_size => 64 * 1024 * 1024, direct => false)),
+  'workers => 4 gives more IOPS than workers => 1 on RAM');
+
+-- statement_timeout stops a probe promptly, in the timed phase and during
+-- the fill of its scratch file, and no scratch file is left.
+CREATE TEMP TABLE rows_before AS SELECT count(*) AS n FROM storlab.probes;
+SELECT pg_temp.tick();
+SET statement_timeout = '300ms';
+SELECT is(pg_temp.sqlstate_of($$SELECT storlab.probe('lab_ram', 'randwrite', duration => '30 s', file_size => 1024 * 1024, direct => false)$$),
+          '57014', 'statement_timeout cancels a running probe (57014)');
+RESET statement_timeout;
+SELECT cmp_ok(pg_temp.since_tick(), '<', 1.5, 'the running probe stopped within 1.5 s');
+SELECT pg_temp.tick();
+SET statement_timeout = '200ms';
+SELECT is(pg_temp.sqlstate_of($$SELECT storlab.probe('lab_disk', 'randread', duration => '30 s', file_size => 8 * 1024 * 1024 * 1024::bigint)$$),
+          '57014', 'statement_timeout cancels a probe while its 8 GB scratch file is being filled');
+RESET statement_timeout;
+SELECT cmp_ok(pg_temp.since_tick(), '<', 1.5, 'the fill stopped within 1.5 s');
+SELECT is(pg_temp.scratch_files(), 0::bigint, 'cancelled probes leave no scratch file');
+
+-- pg_cancel_backend from another session does the same.
+SELECT dblink_connect('prober', format('host=%s port=%s dbname=%s user=%s',
+       current_setting('unix_socket_directories'), current_setting('port'), current_database(), current_user));
+CREATE TEMP TABLE prober AS SELECT pid FROM dblink('prober', 'SELECT pg_backend_pid()') AS r(pid int);
+SELECT dblink_send_query('prober', $$SELECT storlab.probe('lab_ram', 'randwrite', duration => '30 s', file_size => 1024 * 1024, direct => false)$$);
+SELECT pg_sleep(0.5);
+SELECT pg_temp.tick();
+SELECT ok(pg_cancel_backend(pid), 'pg_cancel_backend reaches the probing backend') FROM prober;
+SELECT is(pg_temp.sqlstate_of($$SELECT * FROM dblink_get_result('prober') AS r(p text)$$), '57014',
+          'the cancelled probe fails with 57014');
+SELECT cmp_ok(pg_temp.since_tick(), '<', 1.5, 'and stopped within 1.5 s');
+SELECT dblink_disconnect('prober');
+SELECT is((SELECT count(*) FROM storlab.probes), (SELECT n FROM rows_before),
+          'no row was stored for the cancelled probes');
+
+-- A scratch file left in pg_wal by a backend that died (the postmaster cleans
+-- tablespace temp folders at restart, not pg_wal) is removed by the next probe.
+CREATE TEMP TABLE dead (pid text);
+COPY dead FROM PROGRAM 'sh -c ''echo $$''';
+SELECT format('COPY dead FROM PROGRAM %L', format('touch %s/pgsql_tmp_storlab_%s_0 && echo done',
+              (SELECT location FROM storlab.tablespaces() WHERE kind = 'wal'), (SELECT pid FROM dead LIMIT 1))) \gexec
+SELECT is((SELECT count(*) FROM pg_ls_waldir() WHERE name LIKE 'pgsql_tmp_storlab%'), 1::bigint, 'a stale scratch file sits in pg_wal');
+SELECT ops > 0 FROM storlab.probe('pg_wal', 'wal', duration => '100 ms', file_size => 1024 * 1024);
+SELECT is((SELECT count(*) FROM pg_ls_waldir() WHERE name LIKE 'pgsql_tmp_storlab%'), 0::bigint, 'the next probe of pg_wal removed it');
+
+-- ENOSPC in the middle of a probe: 53100 and the file removed. A file as
+-- large as the free space passes the up-front check (reserve 0) but cannot
+-- get the filesystem's metadata blocks. Needs the lab's small ext4 (root).
+SET storlab.min_free_bytes = 0;
+SELECT CASE WHEN EXISTS (SELECT FROM storlab.tablespaces() WHERE tablespace = 'lab_ext4') THEN
+  throws_ok(format($$SELECT storlab.probe('lab_ext4', 'randwrite', 4096, '1 s', file_size => %s)$$,
+                   (SELECT free_bytes FROM storlab.tablespaces() WHERE tablespace = 'lab_ext4')),
+            '53100', NULL, 'running out of space mid-fill fails with 53100')
+ELSE skip('the lab was made without root: no small ext4', 1) END;
+RESET storlab.min_free_bytes;
+SELECT is(pg_temp.scratch_files(), 0::bigint, 'no scratch file anywhere after all of the above');
+
+-- Probing writes files: a role without the grant is refused.
+CREATE ROLE tap_probe_nobody;
+SET ROLE tap_probe_nobody;
+SELECT throws_ok($$SELECT storlab.probe('lab_ram')$$, '42501', NULL, 'a role without the grant is refused (42501)');
+RESET ROLE;
+
+SELECT * FROM finish();
+ROLLBACK;
