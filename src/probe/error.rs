@@ -52,14 +52,25 @@ impl std::error::Error for ProbeError {
     }
 }
 
-/// The error message for a name that is not one of the accepted spellings,
-/// e.g. a workload typed by a user in SQL. It lists what would have been
-/// accepted, since the SQL side shows it to the user as is.
-pub(crate) fn unknown_name(kind: &str, given: &str, allowed: &[&str]) -> String {
-    format!(
-        "unknown {kind} \"{given}\"; allowed: {}",
-        allowed.join(", ")
-    )
+/// The value of `all` whose name is `given`, in any ASCII case (names
+/// arrive from SQL, typed by a user). Otherwise an error message that lists
+/// what would have been accepted, since the SQL side shows it as is.
+pub(crate) fn parse_name<T: Copy>(
+    kind: &str,
+    given: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+) -> Result<T, String> {
+    all.iter()
+        .copied()
+        .find(|v| name(*v).eq_ignore_ascii_case(given.trim()))
+        .ok_or_else(|| {
+            let allowed: Vec<&str> = all.iter().map(|v| name(*v)).collect();
+            format!(
+                "unknown {kind} \"{given}\"; allowed: {}",
+                allowed.join(", ")
+            )
+        })
 }
 
 #[cfg(test)]
@@ -87,9 +98,11 @@ mod tests {
 
     #[test]
     fn unknown_name_lists_allowed_spellings() {
+        let name = |c: char| if c == 'r' { "red" } else { "blue" };
+        assert_eq!(parse_name("colour", " RED ", &['r', 'b'], name), Ok('r'));
         assert_eq!(
-            unknown_name("colour", "mauve", &["red", "blue"]),
-            "unknown colour \"mauve\"; allowed: red, blue"
+            parse_name("colour", "mauve", &['r', 'b'], name),
+            Err("unknown colour \"mauve\"; allowed: red, blue".to_string())
         );
     }
 }

@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::str::FromStr;
 
-use super::error::unknown_name;
+use super::error::parse_name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SyncMethod {
@@ -22,6 +22,7 @@ pub enum SyncMethod {
     OpenSync,
 }
 
+#[cfg(test)]
 const NAMES: &[&str] = &["none", "fdatasync", "fsync", "open_datasync", "open_sync"];
 
 impl SyncMethod {
@@ -78,12 +79,8 @@ impl SyncMethod {
 impl FromStr for SyncMethod {
     type Err = String;
 
-    /// Accepts the names in any ASCII case, since they arrive from SQL.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        SyncMethod::ALL
-            .into_iter()
-            .find(|m| m.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| unknown_name("sync method", s, NAMES))
+        parse_name("sync method", s, &SyncMethod::ALL, SyncMethod::as_str)
     }
 }
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::error::unknown_name;
+use super::error::parse_name;
 use super::sync_method::SyncMethod;
 
 /// What each worker does in the timed phase.
@@ -22,6 +22,7 @@ pub enum Workload {
     Wal,
 }
 
+#[cfg(test)]
 const NAMES: &[&str] = &["randread", "randwrite", "seqread", "seqwrite", "wal"];
 
 impl Workload {
@@ -69,12 +70,8 @@ impl Workload {
 impl FromStr for Workload {
     type Err = String;
 
-    /// Accepts the names in any ASCII case, since they arrive from SQL.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Workload::ALL
-            .into_iter()
-            .find(|w| w.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| unknown_name("workload", s, NAMES))
+        parse_name("workload", s, &Workload::ALL, Workload::as_str)
     }
 }
 
