@@ -27,9 +27,11 @@ CREATE TABLE storlab.probes (
     label             text,
     system_identifier bigint      NOT NULL,
     hostname          text        NOT NULL,
-    started_at        timestamptz NOT NULL
+    started_at        timestamptz NOT NULL,
+    suite             text CHECK (suite IN ('standard', 'fsync_cost'))
 );
 
 CREATE INDEX probes_lookup ON storlab.probes (tablespace, workload, block_size, workers, started_at DESC);
+COMMENT ON COLUMN storlab.probes.suite IS 'standard: a probe of the standard suite (profile, compare_tablespaces); fsync_cost: one of fsync_cost''s tests (writes rewound to the start of the file, as pg_test_fsync does); NULL: a probe() call';
 
 COMMENT ON TABLE storlab.probes IS 'One row per storlab probe: workload, parameters, throughput, latency percentiles (microseconds), HDR histogram and the storage facts at probe time';

@@ -11,6 +11,7 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::{AllocatedByRust, GucContext, GucFlags, GucRegistry, GucSetting};
 
+use super::bookkeeping::as_extension_owner;
 use super::name::Name;
 use super::probe_args::{self, ProbeArgs, RawProbeArgs};
 use super::tablespaces::{all_targets, Target};
@@ -18,7 +19,7 @@ use crate::env;
 use crate::probe::{self as engine, ProbeError, ProbeSpec};
 
 pub static MAX_PROBE_DURATION_S: GucSetting<i32> = GucSetting::<i32>::new(300);
-pub static MIN_FREE_KB: GucSetting<i32> = GucSetting::<i32>::new(64 * 1024);
+pub static MIN_FREE_BYTES: GucSetting<i32> = GucSetting::<i32>::new(64 * 1024 * 1024);
 pub static SUITE_FILE_KB: GucSetting<i32> = GucSetting::<i32>::new(256 * 1024);
 
 pub fn init_gucs() {
@@ -36,11 +37,11 @@ pub fn init_gucs() {
         c"storlab.min_free_bytes",
         c"Free space a probe must leave on the filesystem it writes to.",
         c"A probe refuses to start (SQLSTATE 53100) when its scratch file plus this reserve does not fit.",
-        &MIN_FREE_KB,
+        &MIN_FREE_BYTES,
         0,
         i32::MAX,
         GucContext::Suset,
-        GucFlags::UNIT_KB,
+        GucFlags::UNIT_BYTE,
     );
     GucRegistry::define_int_guc(
         c"storlab.suite_file_size",
@@ -63,7 +64,43 @@ pub fn max_probe_duration() -> Duration {
 }
 
 fn min_free_bytes() -> u64 {
-    MIN_FREE_KB.get().max(0) as u64 * 1024
+    MIN_FREE_BYTES.get().max(0) as u64
+}
+
+/// Scratch folders this backend has written to. A backend that leaves through
+/// FATAL (pg_terminate_backend, a fast shutdown) exits without unwinding, so
+/// the engine's guards never run: an exit callback removes our files instead.
+static SCRATCH_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C-unwind" fn remove_scratch_at_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    if let Ok(dirs) = SCRATCH_DIRS.lock() {
+        for dir in dirs.iter() {
+            let _ = engine::remove_own(dir);
+        }
+    }
+}
+
+fn remember_scratch_dir(dir: &std::path::Path) {
+    let mut dirs = SCRATCH_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    if dirs.is_empty() {
+        // SAFETY: registers a plain function once per backend, from its main thread.
+        unsafe { pg_sys::before_shmem_exit(Some(remove_scratch_at_exit), pg_sys::Datum::from(0)) };
+    }
+    if !dirs.iter().any(|d| d == dir) {
+        dirs.push(dir.to_path_buf());
+    }
+}
+
+/// WAL needs room to grow: a probe of pg_wal also leaves max_wal_size free,
+/// since ENOSPC while writing WAL is a PANIC that restarts the whole server.
+fn wal_reserve_bytes() -> u64 {
+    Spi::get_one::<i64>(
+        "SELECT pg_catalog.pg_size_bytes(pg_catalog.current_setting('max_wal_size'))",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(1 << 30)
+    .max(0) as u64
 }
 
 /// An error that a single probe raises, and that a suite turns into a WARNING
@@ -152,7 +189,7 @@ pub fn facts_json(target: &Target) -> serde_json::Value {
     }
 }
 
-fn hostname() -> String {
+pub fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
     if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
@@ -168,11 +205,13 @@ pub fn system_identifier() -> i64 {
 }
 
 /// Checks the free space, runs the engine and stores one row; returns its id.
+/// `suite` marks rows of the standard suite ('standard') and of fsync_cost
+/// ('fsync_cost'), so that comparisons never pick up an ad-hoc probe.
 pub fn measure(
     target: &Target,
     spec: ProbeSpec,
-    writes_per_sync: u32,
     label: Option<&str>,
+    suite: Option<&str>,
 ) -> Result<i64, Failure> {
     let dir = scratch_dir(target);
     let space = env::space::fs_space(&target.folder).map_err(|e| {
@@ -184,25 +223,35 @@ pub fn measure(
             ),
         )
     })?;
-    let need = spec.file_size + min_free_bytes();
+    let wal_reserve = if target.kind == "wal" {
+        wal_reserve_bytes()
+    } else {
+        0
+    };
+    let need = spec.file_size + min_free_bytes() + wal_reserve;
     if space.avail_bytes < need {
         return Err(Failure::new(
             PgSqlErrorCode::ERRCODE_DISK_FULL,
             format!("not enough free space for a probe on {}", target.name),
         )
         .with_detail(format!(
-            "{} bytes free at {}, {} needed: file_size {} + storlab.min_free_bytes {}.",
+            "{} bytes free at {}, {} needed: file_size {} + storlab.min_free_bytes {}{}.",
             space.avail_bytes,
             target.folder.display(),
             need,
             spec.file_size,
-            min_free_bytes()
+            min_free_bytes(),
+            if wal_reserve > 0 {
+                format!(" + max_wal_size {wal_reserve}")
+            } else {
+                String::new()
+            }
         )));
     }
-    if target.kind == "wal" {
-        // Ours from a backend that died mid-probe; the postmaster does not clean pg_wal.
-        let _ = engine::remove_stale(&dir);
-    }
+    // Files of ours whose backend died: the postmaster cleans tablespace temp
+    // folders only at restart, and pg_wal never.
+    let _ = engine::remove_stale(&dir);
+    remember_scratch_dir(&dir);
 
     let env = facts_json(target);
     let started = SystemTime::now()
@@ -250,14 +299,15 @@ pub fn measure(
         .to_bytes()
         .map_err(|e| Failure::new(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string()))?;
     let location = dir.display().to_string();
-    let id = Spi::connect_mut(|c| {
+    let id = as_extension_owner(|| {
+        Spi::connect_mut(|c| {
         c.update(
             "INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method,
                  writes_per_sync, file_size, duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us,
                  lat_p90_us, lat_p99_us, lat_p999_us, lat_max_us, histogram, env, label, system_identifier,
-                 hostname, started_at)
+                 hostname, started_at, suite)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-                     $21, $22, $23, $24, $25, to_timestamp($26))
+                     $21, $22, $23, $24, $25, to_timestamp($26), $27)
              RETURNING id",
             None,
             &[
@@ -268,7 +318,7 @@ pub fn measure(
                 (spec.workers as i32).into(),
                 result.direct.into(),
                 spec.sync.as_str().into(),
-                (writes_per_sync as i32).into(),
+                (spec.writes_per_sync as i32).into(),
                 (spec.file_size as i64).into(),
                 secs.into(),
                 (result.ops as i64).into(),
@@ -287,13 +337,15 @@ pub fn measure(
                 system_identifier().into(),
                 hostname().into(),
                 started.into(),
+                suite.map(str::to_owned).into(),
             ],
         )?
         .first()
         .get_one::<i64>()
     })
     .unwrap_or_else(|e| error!("could not store the probe: {e}"))
-    .expect("INSERT ... RETURNING id returns the id");
+    .expect("INSERT ... RETURNING id returns the id")
+    });
     Ok(id)
 }
 
@@ -301,16 +353,18 @@ pub type ProbeRow = PgHeapTuple<'static, AllocatedByRust>;
 
 /// The stored rows, in id order, as values of the table's row type.
 pub fn fetch_rows(ids: &[i64]) -> Vec<ProbeRow> {
-    Spi::connect(|c| {
-        c.select(
-            "SELECT p FROM storlab.probes p WHERE p.id = ANY($1) ORDER BY p.id",
-            None,
-            &[ids.to_vec().into()],
-        )?
-        .map(|row| row.get::<ProbeRow>(1).map(|t| t.expect("a stored row")))
-        .collect::<Result<Vec<_>, _>>()
+    as_extension_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT p FROM storlab.probes p WHERE p.id = ANY($1) ORDER BY p.id",
+                None,
+                &[ids.to_vec().into()],
+            )?
+            .map(|row| row.get::<ProbeRow>(1).map(|t| t.expect("a stored row")))
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap_or_else(|e| error!("could not read the stored probes: {e}"))
     })
-    .unwrap_or_else(|e| error!("could not read the stored probes: {e}"))
 }
 
 pub fn required<T>(value: Option<T>, what: &str) -> T {
@@ -370,6 +424,6 @@ fn probe(
     let args = probe_args::check(&raw, max_probe_duration()).unwrap_or_else(|m| invalid(m).raise());
     let target = resolve(tablespace.as_str()).unwrap_or_else(|f| f.raise());
     let spec = spec_for(&target, &args, required(direct, "direct"));
-    let id = measure(&target, spec, 1, label.as_deref()).unwrap_or_else(|f| f.raise());
+    let id = measure(&target, spec, label.as_deref(), None).unwrap_or_else(|f| f.raise());
     fetch_rows(&[id]).pop().expect("the row just stored")
 }

@@ -37,6 +37,6 @@ pub use engine::{run_probe, ProbeResult, ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS}
 pub use error::ProbeError;
 pub use histogram::{Histogram, HistogramError};
 pub use offsets::{random_offset, worker_region, Region, SeqCursor};
-pub use scratch::{remove_stale, ScratchFile, SCRATCH_PREFIX};
+pub use scratch::{remove_own, remove_stale, ScratchFile, SCRATCH_PREFIX};
 pub use sync_method::SyncMethod;
 pub use workload::Workload;

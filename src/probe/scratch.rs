@@ -247,6 +247,19 @@ fn create_unique(dir: &Path) -> Result<(File, PathBuf), ProbeError> {
 /// anything not named exactly `<SCRATCH_PREFIX><pid>_<n>` are left alone.
 /// A missing `dir` counts as empty.
 pub fn remove_stale(dir: &Path) -> Result<usize, ProbeError> {
+    remove_matching(dir, |pid| !process_exists(pid))
+}
+
+/// Removes this process's own scratch files from `dir`. For an exit
+/// callback: a backend that leaves through FATAL (pg_terminate_backend, a
+/// fast shutdown) exits without unwinding, so no destructor runs.
+pub fn remove_own(dir: &Path) -> Result<usize, ProbeError> {
+    let me = std::process::id() as libc::pid_t;
+    remove_matching(dir, |pid| pid == me)
+}
+
+/// Removes the scratch files of ours in `dir` whose owner pid `doomed` picks.
+fn remove_matching(dir: &Path, doomed: impl Fn(libc::pid_t) -> bool) -> Result<usize, ProbeError> {
     let context = || format!("listing {} for stale scratch files", dir.display());
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -259,7 +272,7 @@ pub fn remove_stale(dir: &Path) -> Result<usize, ProbeError> {
         let Some(pid) = entry.file_name().to_str().and_then(scratch_owner_pid) else {
             continue;
         };
-        if process_exists(pid) {
+        if !doomed(pid) {
             continue;
         }
         let is_file = entry
@@ -532,6 +545,19 @@ mod tests {
         expected.sort();
         assert_eq!(dir.entries(), expected);
         assert_eq!(remove_stale(dir.path()).unwrap(), 0);
+    }
+
+    #[test]
+    fn remove_own_takes_this_process_files_only() {
+        let dir = TestDir::new_on_disk("scratch-own");
+        let dead = dead_pid();
+        let me = std::process::id();
+        let touch = |name: &str| fs::write(dir.path().join(name), b"x").unwrap();
+        touch(&format!("{SCRATCH_PREFIX}{me}_0"));
+        touch(&format!("{SCRATCH_PREFIX}{me}_9"));
+        touch(&format!("{SCRATCH_PREFIX}{dead}_1"));
+        assert_eq!(remove_own(dir.path()).unwrap(), 2);
+        assert_eq!(dir.entries(), vec![format!("{SCRATCH_PREFIX}{dead}_1")]);
     }
 
     #[test]
