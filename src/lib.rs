@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 pub mod api;
 pub mod env;
 pub mod probe;
+pub mod relocate;
 pub mod report;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -18,6 +19,11 @@ pub mod report;
 // `bootstrap` runs first, so functions can return the tables' row types;
 // `finalize` runs after every function exists, so the grants can name them.
 extension_sql_file!("../sql/catalog/probes.sql", name = "probes", bootstrap);
+extension_sql_file!(
+    "../sql/catalog/relocations.sql",
+    name = "relocations",
+    requires = ["probes"]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).
@@ -70,11 +76,27 @@ mod tests {
                                            file_size => 1048576, direct => false)",
         );
         assert!(ops.unwrap().unwrap() > 0);
-        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM storlab.probes"), Ok(Some(1)));
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM storlab.probes"),
+            Ok(Some(1))
+        );
         let left = Spi::get_one::<i64>(
             "SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false) f WHERE f LIKE 'pgsql_tmp_storlab%'",
         );
         assert_eq!(left, Ok(Some(0)));
+    }
+
+    #[pg_test]
+    fn layout_and_a_dry_run_move_change_nothing() {
+        Spi::run("CREATE TABLE t_lay (id int PRIMARY KEY, v text)").unwrap();
+        let kinds = Spi::get_one::<String>(
+            "SELECT string_agg(kind, ',' ORDER BY kind) FROM storlab.layout('public') WHERE parent = 't_lay'::regclass OR relation = 't_lay'::regclass",
+        );
+        assert_eq!(kinds, Ok(Some("index,table,toast table".into())));
+        let plan = Spi::get_one::<i64>("SELECT count(*) FROM storlab.move('t_lay', 'pg_global', dry_run => true)");
+        assert!(plan.is_err(), "pg_global is refused even in a dry run");
+        let recorded = Spi::get_one::<i64>("SELECT count(*) FROM storlab.relocations");
+        assert_eq!(recorded, Ok(Some(0)));
     }
 
     #[pg_test(error = "tablespace \"no_such_ts\" does not exist")]

@@ -16,3 +16,11 @@ REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval) FROM PUBL
 
 -- Stored results are read-only reports.
 GRANT SELECT ON storlab.probes TO pg_monitor;
+
+-- Relocation moves relations (as their owner could by hand): not for PUBLIC.
+REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.layout(name) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.layout(name) TO pg_monitor;
+GRANT SELECT ON storlab.relocations TO pg_monitor;

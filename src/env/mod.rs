@@ -1,6 +1,7 @@
 //! Storage facts of a path: filesystem, mount options, device, rotational,
 //! space, O_DIRECT support. Pure Rust (no PostgreSQL), read from the kernel.
 
+pub mod allocation;
 pub mod device;
 pub mod direct_io;
 pub mod mountinfo;

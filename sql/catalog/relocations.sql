@@ -1,0 +1,28 @@
+-- storlab.relocations: every relation storlab moved, written in the same
+-- transaction as the move, so that history and reality never disagree.
+CREATE TABLE storlab.relocations (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    batch_id          bigint      NOT NULL,  -- one per call of move / apply_layout / restore_layout
+    relation          oid         NOT NULL,
+    relation_name     text        NOT NULL,  -- schema-qualified and quoted, as at move time
+    kind              text        NOT NULL CHECK (kind IN ('table', 'index', 'materialized view',
+                                                           'partitioned table', 'partitioned index')),
+    from_tablespace   name        NOT NULL,
+    to_tablespace     name        NOT NULL,
+    bytes             bigint      NOT NULL,  -- copied: the relation with its forks (and TOAST for a table)
+    duration_s        float8,
+    lock_wait_s       float8,
+    wal_bytes         bigint,
+    statement         text        NOT NULL,
+    moved_by          name        NOT NULL,
+    moved_at          timestamptz NOT NULL,
+    label             text,
+    note              text,                  -- what the statement does to other sessions
+    system_identifier bigint      NOT NULL,
+    hostname          text        NOT NULL
+);
+
+CREATE INDEX relocations_moved_at ON storlab.relocations (moved_at);
+CREATE SEQUENCE storlab.relocation_batches;
+
+COMMENT ON TABLE storlab.relocations IS 'Every relation storlab moved between tablespaces: from, to, bytes, lock wait, WAL, statement; written in the moving transaction';

@@ -1,0 +1,161 @@
+//! What moving a relation between tablespaces means, per kind of relation.
+//! Pure Rust: the SQL side (src/api/relocate.rs) feeds it catalog facts and
+//! runs the statements it writes.
+
+/// The kinds of relation storlab.layout() reports, from pg_class.relkind
+/// (and the namespace, for TOAST).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Table,
+    Index,
+    ToastTable,
+    ToastIndex,
+    MaterializedView,
+    PartitionedTable,
+    PartitionedIndex,
+}
+
+impl Kind {
+    /// `relkind` as pg_class has it; `in_toast` when the relation lives in a pg_toast schema.
+    pub fn from_relkind(relkind: &str, in_toast: bool) -> Option<Kind> {
+        Some(match (relkind, in_toast) {
+            ("r", _) => Kind::Table,
+            ("i", false) => Kind::Index,
+            ("i", true) => Kind::ToastIndex,
+            ("t", _) => Kind::ToastTable,
+            ("m", _) => Kind::MaterializedView,
+            ("p", _) => Kind::PartitionedTable,
+            ("I", _) => Kind::PartitionedIndex,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Table => "table",
+            Kind::Index => "index",
+            Kind::ToastTable => "toast table",
+            Kind::ToastIndex => "toast index",
+            Kind::MaterializedView => "materialized view",
+            Kind::PartitionedTable => "partitioned table",
+            Kind::PartitionedIndex => "partitioned index",
+        }
+    }
+
+    /// The ALTER keyword, or None for TOAST, which moves with its table.
+    fn alter_keyword(self) -> Option<&'static str> {
+        match self {
+            Kind::Table | Kind::PartitionedTable => Some("TABLE"),
+            Kind::Index | Kind::PartitionedIndex => Some("INDEX"),
+            Kind::MaterializedView => Some("MATERIALIZED VIEW"),
+            Kind::ToastTable | Kind::ToastIndex => None,
+        }
+    }
+
+    /// Partitioned relations have no storage: moving one only sets where
+    /// future partitions (or partition indexes) are created.
+    pub fn has_storage(self) -> bool {
+        !matches!(self, Kind::PartitionedTable | Kind::PartitionedIndex)
+    }
+}
+
+/// The statement that moves a relation. Both names must already be quoted
+/// identifiers (format('%I.%I') / quote_ident on the SQL side): nothing a name
+/// contains is ever executed.
+pub fn statement(kind: Kind, quoted_relation: &str, quoted_tablespace: &str) -> Option<String> {
+    Some(format!(
+        "ALTER {} {quoted_relation} SET TABLESPACE {quoted_tablespace}",
+        kind.alter_keyword()?
+    ))
+}
+
+/// What the move does to other sessions, for the plan's rows.
+pub fn note(kind: Kind, relation: &str, bytes: i64) -> String {
+    if !kind.has_storage() {
+        return format!(
+            "sets the default tablespace for future partitions of {relation}; copies nothing"
+        );
+    }
+    let what = match kind {
+        Kind::Index => "every query that plans with this index",
+        _ => "every reader and writer of it",
+    };
+    format!(
+        "holds ACCESS EXCLUSIVE on {relation} for the whole copy of {}: {what} waits",
+        human_bytes(bytes)
+    )
+}
+
+pub fn human_bytes(bytes: i64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "kB", "MB", "GB", "TB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relkinds_map_to_layout_kinds() {
+        assert_eq!(Kind::from_relkind("r", false), Some(Kind::Table));
+        assert_eq!(Kind::from_relkind("i", true), Some(Kind::ToastIndex));
+        assert_eq!(
+            Kind::from_relkind("I", false).map(Kind::as_str),
+            Some("partitioned index")
+        );
+        assert_eq!(
+            Kind::from_relkind("S", false),
+            None,
+            "sequences are not moved"
+        );
+        assert_eq!(
+            Kind::from_relkind("v", false),
+            None,
+            "views have no storage"
+        );
+    }
+
+    #[test]
+    fn statements_use_the_quoted_names_as_given() {
+        assert_eq!(
+            statement(
+                Kind::MaterializedView,
+                r#""Sales"."mv; drop""#,
+                r#""fast disk""#
+            )
+            .unwrap(),
+            r#"ALTER MATERIALIZED VIEW "Sales"."mv; drop" SET TABLESPACE "fast disk""#
+        );
+        assert_eq!(
+            statement(Kind::PartitionedIndex, "p.i", "t").unwrap(),
+            "ALTER INDEX p.i SET TABLESPACE t"
+        );
+        assert_eq!(
+            statement(Kind::ToastTable, "pg_toast.x", "t"),
+            None,
+            "TOAST moves with its table"
+        );
+    }
+
+    #[test]
+    fn notes_warn_about_the_lock_and_say_the_size() {
+        let n = note(Kind::Table, "public.t", 3 * 1024 * 1024);
+        assert!(
+            n.contains("ACCESS EXCLUSIVE") && n.contains("3.0 MB"),
+            "{n}"
+        );
+        assert!(note(Kind::PartitionedTable, "public.p", 0).contains("copies nothing"));
+        assert_eq!(human_bytes(512), "512 bytes");
+        assert_eq!(human_bytes(1536), "1.5 kB");
+    }
+}
