@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 
 pub mod api;
 pub mod env;
+pub mod pgbench;
 pub mod probe;
 pub mod relocate;
 pub mod report;

@@ -6,10 +6,8 @@
 
 use std::ffi::{c_char, CStr};
 
-use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
-use pgrx::datum::Datum;
 use pgrx::prelude::*;
-use pgrx::{impl_sql_translatable, pg_sys};
+use pgrx::pg_sys;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Name(pub String);
@@ -71,24 +69,7 @@ impl FromDatum for Name {
     }
 }
 
-unsafe impl<'fcx> ArgAbi<'fcx> for Name {
-    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
-        let index = arg.index();
-        unsafe { arg.unbox_arg_using_from_datum() }
-            .unwrap_or_else(|| panic!("argument {index} must not be null"))
-    }
-}
-
-unsafe impl BoxRet for Name {
-    unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> Datum<'fcx> {
-        match self.into_datum() {
-            Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
-            None => fcinfo.return_null(),
-        }
-    }
-}
-
-impl_sql_translatable!(Name, "name");
+impl_datum_abi!(Name, "name");
 
 #[cfg(test)]
 mod tests {

@@ -2,10 +2,8 @@
 //! (quoted, search_path-relative) name. pgrx's own PgRelation opens and locks
 //! the relation, which a catalog report and a lock-with-timeout must not do.
 
-use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
-use pgrx::datum::Datum;
 use pgrx::prelude::*;
-use pgrx::{impl_sql_translatable, pg_sys};
+use pgrx::pg_sys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RegClass(pub pg_sys::Oid);
@@ -32,21 +30,4 @@ impl FromDatum for RegClass {
     }
 }
 
-unsafe impl<'fcx> ArgAbi<'fcx> for RegClass {
-    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
-        let index = arg.index();
-        unsafe { arg.unbox_arg_using_from_datum() }
-            .unwrap_or_else(|| panic!("argument {index} must not be null"))
-    }
-}
-
-unsafe impl BoxRet for RegClass {
-    unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> Datum<'fcx> {
-        match self.into_datum() {
-            Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
-            None => fcinfo.return_null(),
-        }
-    }
-}
-
-impl_sql_translatable!(RegClass, "regclass");
+impl_datum_abi!(RegClass, "regclass");

@@ -158,18 +158,20 @@ impl BenchOptions {
         }
         if let Some(s) = self.sampling_rate {
             if !(s > 0.0 && s <= 1.0) {
-                return Err(invalid(format!(
-                    "sampling rate must be in (0, 1], got {s}"
-                )));
+                return Err(invalid(format!("sampling rate must be in (0, 1], got {s}")));
             }
             if !self.log {
-                return Err(invalid("sampling rate needs the transaction log (log = true)"));
+                return Err(invalid(
+                    "sampling rate needs the transaction log (log = true)",
+                ));
             }
         }
         if let Some(a) = self.aggregate_interval_s {
             check_range("aggregate interval", a, 1, max)?;
             if !self.log {
-                return Err(invalid("aggregate interval needs the transaction log (log = true)"));
+                return Err(invalid(
+                    "aggregate interval needs the transaction log (log = true)",
+                ));
             }
             if self.sampling_rate.is_some() {
                 return Err(invalid(
@@ -226,9 +228,9 @@ impl BenchOptions {
         match script.source {
             ScriptSource::Builtin => args.push(format!("--builtin={}", script.name).into()),
             ScriptSource::Storlab => {
-                let path = self.script_path().ok_or_else(|| {
-                    invalid(format!("script \"{}\" has no file", script.name))
-                })?;
+                let path = self
+                    .script_path()
+                    .ok_or_else(|| invalid(format!("script \"{}\" has no file", script.name)))?;
                 args.push(concat("--file=", &path));
                 if let Some(scale) = self.scale {
                     args.push(format!("--scale={scale}").into());
@@ -287,7 +289,10 @@ impl BenchOptions {
         })?;
         if let (Some(text), Some(path)) = (script.text, self.script_path()) {
             let write = || -> std::io::Result<()> {
-                let mut f = fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+                let mut f = fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)?;
                 f.write_all(text.as_bytes())?;
                 f.sync_all()
             };
@@ -339,6 +344,7 @@ fn check_run_dir(dir: &Path) -> Result<(), PgbenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pgbench::test_support::TempDir;
 
     fn opts(script: &str) -> BenchOptions {
         BenchOptions::new(script, "bench", "/tmp/storlab-run-1")
@@ -456,20 +462,73 @@ mod tests {
             (|o| o.clients = 0, "clients must be in range 1.."),
             (|o| o.clients = -4, "got -4"),
             (|o| o.jobs = 0, "jobs must be in range 1.."),
-            (|o| { o.clients = 2; o.jobs = 3 }, "jobs (3) must not exceed clients (2)"),
+            (
+                |o| {
+                    o.clients = 2;
+                    o.jobs = 3
+                },
+                "jobs (3) must not exceed clients (2)",
+            ),
             (|o| o.duration_s = 0, "duration must be in range 1.."),
             (|o| o.rate_tps = Some(0.0), "rate must be greater than 0"),
-            (|o| o.rate_tps = Some(f64::NAN), "rate must be greater than 0"),
-            (|o| o.rate_tps = Some(f64::INFINITY), "rate must be greater than 0"),
+            (
+                |o| o.rate_tps = Some(f64::NAN),
+                "rate must be greater than 0",
+            ),
+            (
+                |o| o.rate_tps = Some(f64::INFINITY),
+                "rate must be greater than 0",
+            ),
             (|o| o.progress_s = Some(0), "progress interval"),
-            (|o| { o.log = true; o.sampling_rate = Some(0.0) }, "sampling rate must be in (0, 1]"),
-            (|o| { o.log = true; o.sampling_rate = Some(1.5) }, "sampling rate must be in (0, 1]"),
-            (|o| { o.log = true; o.sampling_rate = Some(f64::NAN) }, "sampling rate must be in (0, 1]"),
+            (
+                |o| {
+                    o.log = true;
+                    o.sampling_rate = Some(0.0)
+                },
+                "sampling rate must be in (0, 1]",
+            ),
+            (
+                |o| {
+                    o.log = true;
+                    o.sampling_rate = Some(1.5)
+                },
+                "sampling rate must be in (0, 1]",
+            ),
+            (
+                |o| {
+                    o.log = true;
+                    o.sampling_rate = Some(f64::NAN)
+                },
+                "sampling rate must be in (0, 1]",
+            ),
             (|o| o.sampling_rate = Some(0.5), "needs the transaction log"),
-            (|o| o.aggregate_interval_s = Some(1), "needs the transaction log"),
-            (|o| { o.log = true; o.aggregate_interval_s = Some(1); o.sampling_rate = Some(0.5) }, "cannot be combined"),
-            (|o| { o.log = true; o.duration_s = 3; o.aggregate_interval_s = Some(2) }, "duration (3) must be a multiple of the aggregate interval (2)"),
-            (|o| { o.log = true; o.aggregate_interval_s = Some(0) }, "aggregate interval must be in range"),
+            (
+                |o| o.aggregate_interval_s = Some(1),
+                "needs the transaction log",
+            ),
+            (
+                |o| {
+                    o.log = true;
+                    o.aggregate_interval_s = Some(1);
+                    o.sampling_rate = Some(0.5)
+                },
+                "cannot be combined",
+            ),
+            (
+                |o| {
+                    o.log = true;
+                    o.duration_s = 3;
+                    o.aggregate_interval_s = Some(2)
+                },
+                "duration (3) must be a multiple of the aggregate interval (2)",
+            ),
+            (
+                |o| {
+                    o.log = true;
+                    o.aggregate_interval_s = Some(0)
+                },
+                "aggregate interval must be in range",
+            ),
         ];
         for (edit, want) in cases {
             let mut o = opts("select-only");
@@ -500,29 +559,31 @@ mod tests {
 
     #[test]
     fn prepare_run_dir_writes_the_script_once() {
-        let parent = std::env::temp_dir().join(format!(
-            "storlab-pgbench-test-{}-prepare",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&parent);
-        fs::create_dir(&parent).unwrap();
-        let mut o = BenchOptions::new("index-lookup", "db", parent.join("run"));
+        let parent = TempDir::new("prepare");
+        let mut o = BenchOptions::new("index-lookup", "db", parent.path().join("run"));
         o.scale = Some(1);
         o.prepare_run_dir().unwrap();
         let written = fs::read_to_string(o.script_path().unwrap()).unwrap();
-        assert_eq!(written, scripts::find("index-lookup").unwrap().text.unwrap());
+        assert_eq!(
+            written,
+            scripts::find("index-lookup").unwrap().text.unwrap()
+        );
         // A second run with the same folder is refused, not mixed in.
         let e = o.prepare_run_dir().unwrap_err().to_string();
         assert!(e.contains("fresh folder"), "{e}");
         // Builtins need no file; a missing parent is an I/O error, not a panic.
-        let b = BenchOptions::new("select-only", "db", parent.join("run2"));
+        let b = BenchOptions::new("select-only", "db", parent.path().join("run2"));
         b.prepare_run_dir().unwrap();
-        assert_eq!(fs::read_dir(parent.join("run2")).unwrap().count(), 0);
-        let missing = BenchOptions::new("select-only", "db", parent.join("no/such"));
+        assert_eq!(fs::read_dir(parent.path().join("run2")).unwrap().count(), 0);
+        let missing = BenchOptions::new("select-only", "db", parent.path().join("no/such"));
         assert!(matches!(
             missing.prepare_run_dir(),
             Err(PgbenchError::Io { .. })
         ));
-        fs::remove_dir_all(&parent).unwrap();
+        // Invalid options create nothing.
+        let mut bad = BenchOptions::new("select-only", "db", parent.path().join("run3"));
+        bad.clients = 0;
+        assert!(bad.prepare_run_dir().is_err());
+        assert!(!parent.path().join("run3").exists());
     }
 }

@@ -130,12 +130,48 @@ mod tests {
             ..Default::default()
         };
         let cases = [
-            (Connection { dbname: "".into(), ..base.clone() }, "dbname must not be empty"),
-            (Connection { host: Some("".into()), ..base.clone() }, "host must not be empty"),
-            (Connection { user: Some("a\0b".into()), ..base.clone() }, "user must not contain a NUL"),
-            (Connection { port: Some(0), ..base.clone() }, "port must be in range"),
-            (Connection { dbname: "host=evil dbname=x".into(), ..base.clone() }, "connection string"),
-            (Connection { dbname: "PostgreSQL://evil/x".into(), ..base.clone() }, "connection string"),
+            (
+                Connection {
+                    dbname: "".into(),
+                    ..base.clone()
+                },
+                "dbname must not be empty",
+            ),
+            (
+                Connection {
+                    host: Some("".into()),
+                    ..base.clone()
+                },
+                "host must not be empty",
+            ),
+            (
+                Connection {
+                    user: Some("a\0b".into()),
+                    ..base.clone()
+                },
+                "user must not contain a NUL",
+            ),
+            (
+                Connection {
+                    port: Some(0),
+                    ..base.clone()
+                },
+                "port must be in range",
+            ),
+            (
+                Connection {
+                    dbname: "host=evil dbname=x".into(),
+                    ..base.clone()
+                },
+                "connection string",
+            ),
+            (
+                Connection {
+                    dbname: "PostgreSQL://evil/x".into(),
+                    ..base.clone()
+                },
+                "connection string",
+            ),
         ];
         for (c, want) in cases {
             let err = args(&c).unwrap_err().to_string();
@@ -146,7 +182,12 @@ mod tests {
     #[test]
     fn range_check_names_bounds() {
         assert!(check_range("clients", 1, 1, i32::MAX).is_ok());
-        let err = check_range("fillfactor", 5, 10, 100).unwrap_err().to_string();
-        assert!(err.contains("fillfactor must be in range 10..100, got 5"), "{err}");
+        let err = check_range("fillfactor", 5, 10, 100)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("fillfactor must be in range 10..100, got 5"),
+            "{err}"
+        );
     }
 }

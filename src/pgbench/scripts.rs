@@ -42,8 +42,7 @@ impl Script {
     /// `pgbench -i` does not create: the caller must run
     /// [`APPEND_TABLE_DDL`] after initialising.
     pub fn needs_append_table(&self) -> bool {
-        self.text
-            .is_some_and(|t| t.contains(APPEND_TABLE_NAME))
+        self.text.is_some_and(|t| t.contains(APPEND_TABLE_NAME))
     }
 
     /// True when the script reads pgbench's `:scale` variable. pgbench sets
@@ -61,7 +60,8 @@ pub const APPEND_TABLE_NAME: &str = "storlab_bench_append";
 /// Drops and recreates [`APPEND_TABLE_NAME`] with its two indexes (several
 /// statements; run it with the simple query protocol). Like `pgbench -i`
 /// for pgbench's tables, it gives every run an empty table.
-pub const APPEND_TABLE_DDL: &str = include_str!("../../pgbench_scripts/setup/storlab_bench_append.sql");
+pub const APPEND_TABLE_DDL: &str =
+    include_str!("../../pgbench_scripts/setup/storlab_bench_append.sql");
 
 /// The names of the append table's indexes, as created by [`APPEND_TABLE_DDL`].
 const APPEND_TABLE_INDEXES: [&str; 2] =
@@ -211,7 +211,10 @@ mod tests {
 
     #[test]
     fn storlab_scripts_say_which_storage_path_they_stress() {
-        for s in all().into_iter().filter(|s| s.source == ScriptSource::Storlab) {
+        for s in all()
+            .into_iter()
+            .filter(|s| s.source == ScriptSource::Storlab)
+        {
             let text = s.text.unwrap();
             let mut lines = text.lines();
             assert_eq!(
@@ -221,7 +224,9 @@ mod tests {
                 s.name
             );
             assert!(
-                lines.next().is_some_and(|l| l.starts_with("-- Storage path: ")),
+                lines
+                    .next()
+                    .is_some_and(|l| l.starts_with("-- Storage path: ")),
                 "{}: second line names the storage path",
                 s.name
             );
@@ -230,7 +235,10 @@ mod tests {
 
     #[test]
     fn storlab_scripts_draw_keys_over_the_whole_scale() {
-        for s in all().into_iter().filter(|s| s.source == ScriptSource::Storlab) {
+        for s in all()
+            .into_iter()
+            .filter(|s| s.source == ScriptSource::Storlab)
+        {
             let text = s.text.unwrap();
             assert!(s.uses_scale(), "{}", s.name);
             // Every meta-command is a \set with a random() over the scale;
@@ -294,15 +302,18 @@ mod tests {
         for col in ["aid integer", "delta integer", "filler char(84)"] {
             assert!(APPEND_TABLE_DDL.contains(col), "{col}");
         }
-        assert_eq!(append_table_ddl(None, None).trim_end(), APPEND_TABLE_DDL.trim_end());
+        assert_eq!(
+            append_table_ddl(None, None).trim_end(),
+            APPEND_TABLE_DDL.trim_end()
+        );
     }
 
     #[test]
     fn append_table_ddl_moves_to_quoted_tablespaces() {
         let sql = append_table_ddl(Some("Fast \"ssd\""), Some("idx"));
-        assert!(sql.contains(
-            "ALTER TABLE storlab_bench_append SET TABLESPACE \"Fast \"\"ssd\"\"\";\n"
-        ));
+        assert!(
+            sql.contains("ALTER TABLE storlab_bench_append SET TABLESPACE \"Fast \"\"ssd\"\"\";\n")
+        );
         assert!(sql.contains("ALTER INDEX storlab_bench_append_pkey SET TABLESPACE \"idx\";\n"));
         assert!(sql.contains("ALTER INDEX storlab_bench_append_aid_idx SET TABLESPACE \"idx\";\n"));
         // The moves come after the table exists.
