@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 
 pub mod api;
 pub mod env;
+pub mod jobs;
 pub mod pgbench;
 pub mod probe;
 pub mod relocate;
@@ -25,12 +26,18 @@ extension_sql_file!(
     name = "relocations",
     requires = ["probes"]
 );
+extension_sql_file!(
+    "../sql/catalog/jobs.sql",
+    name = "jobs",
+    requires = ["relocations"]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     api::probe::init_gucs();
+    api::bench::init_gucs();
 }
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -95,7 +102,9 @@ mod tests {
         );
         assert_eq!(kinds, Ok(Some("index,table,toast table".into())));
         // already in pg_default: nothing to plan, nothing rewritten
-        let plan = Spi::get_one::<i64>("SELECT count(*) FROM storlab.move('t_lay', 'pg_default', dry_run => true)");
+        let plan = Spi::get_one::<i64>(
+            "SELECT count(*) FROM storlab.move('t_lay', 'pg_default', dry_run => true)",
+        );
         assert_eq!(plan, Ok(Some(0)));
         let recorded = Spi::get_one::<i64>("SELECT count(*) FROM storlab.relocations");
         assert_eq!(recorded, Ok(Some(0)));

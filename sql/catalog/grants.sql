@@ -1,3 +1,51 @@
+-- Run last, after every function exists: the waiting procedures, then privileges.
+
+-- Waits for a job by polling, committing between polls so that the caller
+-- never holds one snapshot for the length of a benchmark. Raises the job's
+-- error if it failed; cancels the job if the caller is cancelled
+-- (statement_timeout, pg_cancel_backend). `timeout` stops waiting, not the job.
+CREATE PROCEDURE storlab.wait(job_id bigint, timeout interval DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+  s text;
+  e text;
+  deadline timestamptz := clock_timestamp() + timeout;
+BEGIN
+  LOOP
+    BEGIN
+      SELECT j.status, j.error INTO s, e FROM storlab.job_status(job_id) j;
+      EXIT WHEN s IS NULL OR s IN ('done', 'failed', 'cancelled');
+      PERFORM pg_sleep(0.1);
+    EXCEPTION WHEN query_canceled THEN
+      PERFORM storlab.cancel(job_id);
+      RAISE;
+    END;
+    COMMIT;
+    IF deadline IS NOT NULL AND clock_timestamp() > deadline THEN
+      RAISE EXCEPTION 'storlab job % is still % after %', job_id, s, timeout
+        USING ERRCODE = '57014', HINT = 'The job goes on; wait again, or stop it with storlab.cancel().';
+    END IF;
+  END LOOP;
+  IF s IS NULL THEN
+    RAISE EXCEPTION 'storlab job % does not exist', job_id USING ERRCODE = '42704';
+  ELSIF s = 'failed' THEN
+    RAISE EXCEPTION 'storlab job % failed: %', job_id, e USING ERRCODE = '38000';
+  ELSIF s = 'cancelled' THEN
+    RAISE EXCEPTION 'storlab job % was cancelled', job_id USING ERRCODE = '57014';
+  END IF;
+END $$;
+
+-- storlab.bench_start() and wait: a benchmark run from a CALL, returning its id.
+CREATE PROCEDURE storlab.bench(script text DEFAULT 'tpcb-like', clients integer DEFAULT 8, jobs integer DEFAULT 2,
+                               duration interval DEFAULT '60 seconds', label text DEFAULT NULL,
+                               options jsonb DEFAULT '{}', INOUT run_id bigint DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+BEGIN
+  run_id := storlab.bench_start(script, clients, jobs, duration, label, options);
+  COMMIT;  -- the worker can see the job only once it is committed
+  CALL storlab.wait(run_id);
+END $$;
+
 -- Privileges. Functions that write files, move relations or run programs are
 -- not executable by PUBLIC; read-only reports are granted to pg_monitor.
 -- The schema itself is usable by everyone so that a refused call names the
@@ -24,3 +72,12 @@ REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.layout(name) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.layout(name) TO pg_monitor;
 GRANT SELECT ON storlab.relocations TO pg_monitor;
+
+-- Benchmarks run programs and load the server: not for PUBLIC.
+REVOKE ALL ON FUNCTION storlab.bench_init(integer, integer, name, name, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.bench_start(text, integer, integer, interval, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.cancel(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.job_status(bigint) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE storlab.wait(bigint, interval) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE storlab.bench(text, integer, integer, interval, text, jsonb, bigint) FROM PUBLIC;
+GRANT SELECT ON storlab.jobs, storlab.bench_runs, storlab.bench_progress TO pg_monitor;

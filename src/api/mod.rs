@@ -15,7 +15,10 @@ macro_rules! impl_datum_abi {
         }
 
         unsafe impl pgrx::callconv::BoxRet for $ty {
-            unsafe fn box_into<'fcx>(self, fcinfo: &mut pgrx::callconv::FcInfo<'fcx>) -> pgrx::datum::Datum<'fcx> {
+            unsafe fn box_into<'fcx>(
+                self,
+                fcinfo: &mut pgrx::callconv::FcInfo<'fcx>,
+            ) -> pgrx::datum::Datum<'fcx> {
                 match pgrx::IntoDatum::into_datum(self) {
                     Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
                     None => fcinfo.return_null(),
@@ -27,6 +30,7 @@ macro_rules! impl_datum_abi {
     };
 }
 
+pub mod bench;
 pub mod bookkeeping;
 pub mod name;
 pub mod probe;

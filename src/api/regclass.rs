@@ -2,8 +2,8 @@
 //! (quoted, search_path-relative) name. pgrx's own PgRelation opens and locks
 //! the relation, which a catalog report and a lock-with-timeout must not do.
 
-use pgrx::prelude::*;
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RegClass(pub pg_sys::Oid);

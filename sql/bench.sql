@@ -1,0 +1,83 @@
+--
+-- Benchmarks as jobs: pgbench runs in a background worker that holds no
+-- snapshot while it runs; every run is stored with its latency percentiles,
+-- the server's own counters over the run and the layout it ran on.
+--
+CREATE EXTENSION IF NOT EXISTS storlab;
+
+-- The scripts: pgbench's builtins and storlab's own, each saying which
+-- storage path it stresses.
+SELECT name, source, length(description) > 20 AS described, script IS NOT NULL AS has_text
+  FROM storlab.scripts() ORDER BY source, name;
+
+-- Without pgbench's tables a run explains what to do.
+SELECT storlab.bench_start();
+
+-- storlab.bench_init() creates them (pgbench -i) as a job and returns its id;
+-- CALL storlab.wait() waits for it, committing as it polls.
+SELECT storlab.bench_init(scale => 1, fillfactor => 90) AS init_job \gset
+CALL storlab.wait(:init_job);
+SELECT kind, status, error, args->>'scale' AS scale, args->>'fillfactor' AS fillfactor
+  FROM storlab.jobs WHERE id = :init_job;
+SELECT relname, reloptions FROM pg_class
+ WHERE relname IN ('pgbench_accounts', 'pgbench_branches', 'storlab_bench_append') ORDER BY relname;
+
+-- CALL storlab.bench() starts a run and waits for it; it returns the run's id.
+CALL storlab.bench('select-only', clients => 2, jobs => 1, duration => '3 s', label => 'regress') \gset
+SELECT script, clients, jobs, duration_s, scale, fillfactor, label,
+       transactions > 0 AS measured, tps > 0 AS has_tps,
+       lat_p50_ms <= lat_p99_ms AND lat_p99_ms <= lat_max_ms AS percentiles_ordered,
+       length(histogram) > 0 AS has_histogram,
+       wal_bytes >= 0 AND blks_hit > 0 AND checkpoints >= 0 AS server_deltas,
+       blks_read_by_tablespace ? 'pg_default' AS reads_by_tablespace,
+       layout @> '[{"relation": "pgbench_accounts", "tablespace": "pg_default"}]' AS layout_recorded,
+       settings ? 'synchronous_commit' AS settings_recorded,
+       pgbench_version LIKE 'pgbench (PostgreSQL) 15%' AS pgbench_15,
+       finished_at > started_at AS timed
+  FROM storlab.bench_runs WHERE id = :run_id;
+-- One row per whole second of the run (partial seconds are left out).
+SELECT count(*) BETWEEN 1 AND 3 AS progress_rows, bool_and(tps > 0) AS all_busy
+  FROM storlab.bench_progress WHERE run_id = :run_id;
+SELECT kind, status, error FROM storlab.jobs WHERE id = :run_id;
+
+-- A run whose tables live elsewhere records that layout.
+SELECT storlab.bench_init(scale => 1, tablespace => 'lab_ram', index_tablespace => 'lab_disk') AS init_job \gset
+CALL storlab.wait(:init_job);
+CALL storlab.bench('update-hot', clients => 2, jobs => 2, duration => '2 s',
+                   options => '{"protocol": "prepared", "checkpoint_before": false}') \gset
+SELECT l->>'relation' AS relation, l->>'tablespace' AS tablespace
+  FROM storlab.bench_runs r, jsonb_array_elements(r.layout) l
+ WHERE r.id = :run_id AND l->>'relation' IN ('pgbench_accounts', 'pgbench_accounts_pkey')
+ ORDER BY 1;
+SELECT script, options->>'protocol' AS protocol, transactions > 0 AS measured FROM storlab.bench_runs WHERE id = :run_id;
+
+-- Bad input: a clear error and its SQLSTATE; no job is created.
+CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE 'SELECT ' || call;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SELECT count(*) AS jobs_before FROM storlab.jobs \gset
+SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
+  ($$storlab.bench_start('no-such-script')$$),
+  ($$storlab.bench_start(clients => 0)$$),
+  ($$storlab.bench_start(clients => 2, jobs => 3)$$),
+  ($$storlab.bench_start(duration => '0.5 s')$$),
+  ($$storlab.bench_start(duration => '2 hours')$$),
+  ($$storlab.bench_start(options => '{"turbo": true}')$$),
+  ($$storlab.bench_start(options => '{"protocol": "fast"}')$$),
+  ($$storlab.bench_start(options => '{"sampling_rate": 2}')$$),
+  ($$storlab.bench_init(scale => 0)$$),
+  ($$storlab.bench_init(fillfactor => 5)$$),
+  ($$storlab.bench_init(partitions => -1)$$),
+  ($$storlab.bench_init(tablespace => 'no_such_tablespace')$$)
+) AS v(call);
+SELECT count(*) - :jobs_before AS jobs_created FROM storlab.jobs;
+SELECT storlab.cancel(999999) AS cancelled_a_missing_job;
+CALL storlab.wait(999999);
+
+-- Benchmarks run programs and load the server: not for PUBLIC.
+SELECT has_function_privilege('public', 'storlab.bench_start(text, integer, integer, interval, text, jsonb)', 'EXECUTE') AS public_starts,
+       has_table_privilege('pg_monitor', 'storlab.bench_runs', 'SELECT') AS monitor_reads_runs;

@@ -1,0 +1,302 @@
+//! What each kind of job does: `bench_init` (pgbench -i) and `bench` (a
+//! measured pgbench run with the server's own counters around it).
+
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+use super::process::{self, Outcome};
+use super::{in_transaction, stop_requested, Job};
+use crate::pgbench::{self, BenchOptions, Connection, InitOptions, Protocol};
+
+pub enum JobEnd {
+    Stopped(String),
+    Failed(String),
+}
+
+pub fn run(job: &Job) -> Result<(), JobEnd> {
+    let dir = run_dir(job.id);
+    let _ = std::fs::remove_dir_all(&dir);
+    let result = match job.kind.as_str() {
+        "bench_init" => init(job, &dir),
+        "bench" => bench(job, &dir),
+        other => Err(JobEnd::Failed(format!("unknown job kind {other}"))),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Logs and scripts go in pg_default's temp folder, named like PostgreSQL's
+/// own temp files so that a restart removes whatever a crash left.
+fn run_dir(job_id: i64) -> PathBuf {
+    crate::api::tablespaces::data_dir()
+        .join("base/pgsql_tmp")
+        .join(format!("pgsql_tmp_storlab_job_{job_id}"))
+}
+
+/// pgbench of the server's own version, from the server's bin folder.
+fn pgbench_path() -> PathBuf {
+    // SAFETY: my_exec_path is set at startup to the postgres executable.
+    let exe = unsafe { CStr::from_ptr((&raw const pg_sys::my_exec_path).cast()) }
+        .to_string_lossy()
+        .into_owned();
+    Path::new(&exe).with_file_name("pgbench")
+}
+
+/// How pgbench reaches this server: its own socket folder and port, the
+/// job's database and role.
+fn connection(job: &Job) -> Connection {
+    let (sockets, port) = in_transaction(|| {
+        Spi::get_two::<String, String>(
+            "SELECT current_setting('unix_socket_directories'), current_setting('port')",
+        )
+    });
+    let host = sockets.and_then(|s| {
+        s.split(',')
+            .map(str::trim)
+            .find(|s| !s.is_empty())
+            .map(String::from)
+    });
+    Connection {
+        host: Some(host.unwrap_or_else(|| "127.0.0.1".into())),
+        port: port.and_then(|p| p.parse().ok()),
+        user: Some(job.role.clone()),
+        dbname: job.database.clone(),
+    }
+}
+
+fn arg_i32(job: &Job, key: &str, default: i32) -> i32 {
+    job.args
+        .get(key)
+        .and_then(|v| v.as_i64())
+        .map_or(default, |v| v as i32)
+}
+
+fn arg_str<'a>(job: &'a Job, key: &str) -> Option<&'a str> {
+    job.args.get(key).and_then(|v| v.as_str())
+}
+
+fn run_pgbench(
+    job: &Job,
+    args: &[std::ffi::OsString],
+    dir: &Path,
+    deadline: Duration,
+) -> Result<String, JobEnd> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| JobEnd::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    let out = process::run(&pgbench_path(), args, dir, deadline, &mut || {
+        stop_requested(job.id)
+    })
+    .map_err(|e| JobEnd::Failed(format!("cannot run {}: {e}", pgbench_path().display())))?;
+    let stdout = std::fs::read_to_string(dir.join("stdout")).unwrap_or_default();
+    let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    match out {
+        Outcome::Exited(s) if s.success() => Ok(stdout),
+        Outcome::Exited(s) => Err(JobEnd::Failed(format!(
+            "pgbench exited with {}: {}",
+            s.code()
+                .map_or("a signal".to_string(), |c| format!("status {c}")),
+            stderr.trim()
+        ))),
+        Outcome::Stopped(why) => Err(JobEnd::Stopped(why)),
+    }
+}
+
+fn init(job: &Job, dir: &Path) -> Result<(), JobEnd> {
+    let mut o = InitOptions::new(arg_i32(job, "scale", 10), &job.database);
+    o.fillfactor = Some(arg_i32(job, "fillfactor", 100));
+    o.tablespace = arg_str(job, "tablespace").map(String::from);
+    o.index_tablespace = arg_str(job, "index_tablespace").map(String::from);
+    o.partitions = arg_i32(job, "partitions", 0);
+    o.connection = connection(job);
+    let args = o.args().map_err(|e| JobEnd::Failed(e.to_string()))?;
+    std::fs::create_dir_all(dir).map_err(|e| JobEnd::Failed(e.to_string()))?;
+    // std::fs paths: pgbench -i writes nothing there but its output
+    run_pgbench(job, &args, dir, Duration::from_secs(24 * 3600))?;
+    // storlab's insert-append script appends to a table of its own
+    let ddl =
+        pgbench::scripts::append_table_ddl(o.tablespace.as_deref(), o.index_tablespace.as_deref());
+    in_transaction(|| Spi::run(&ddl));
+    Ok(())
+}
+
+/// The server's cumulative counters, read in a transaction of their own
+/// (statistics snapshots last a transaction).
+fn counters() -> serde_json::Value {
+    in_transaction(|| {
+        Spi::get_one::<JsonB>(
+            "SELECT jsonb_build_object(
+                 'wal_bytes', w.wal_bytes, 'wal_fpi', w.wal_fpi, 'wal_write', w.wal_write, 'wal_sync', w.wal_sync,
+                 'wal_sync_time', w.wal_sync_time,
+                 'checkpoints', b.checkpoints_timed + b.checkpoints_req, 'buffers_checkpoint', b.buffers_checkpoint,
+                 'buffers_backend', b.buffers_backend, 'buffers_backend_fsync', b.buffers_backend_fsync,
+                 'blks_read', d.blks_read, 'blks_hit', d.blks_hit,
+                 'blk_read_time', d.blk_read_time, 'blk_write_time', d.blk_write_time,
+                 'by_tablespace', (
+                   SELECT coalesce(jsonb_object_agg(ts, n), '{}') FROM (
+                     SELECT coalesce(t.spcname, dts.spcname) AS ts, sum(n) AS n FROM (
+                         SELECT relid AS oid, coalesce(heap_blks_read, 0) AS n FROM pg_statio_user_tables
+                         UNION ALL SELECT indexrelid, coalesce(idx_blks_read, 0) FROM pg_statio_user_indexes
+                       ) r
+                       JOIN pg_class c ON c.oid = r.oid
+                       LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
+                       CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
+                                    WHERE db.datname = current_database()) dts
+                      GROUP BY 1) x))
+               FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d
+              WHERE d.datname = current_database()",
+        )
+    })
+    .map(|j| j.0)
+    .unwrap_or_default()
+}
+
+fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
+    let opts = job.args.get("options").cloned().unwrap_or_default();
+    let script = arg_str(job, "script").unwrap_or("tpcb-like").to_string();
+    let duration_s = job
+        .args
+        .get("duration_s")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(60.0)
+        .ceil() as i32;
+    let sampling_rate = opts.get("sampling_rate").and_then(|v| v.as_f64());
+
+    let (scale, fillfactor) = in_transaction(|| {
+        Spi::get_two::<i32, i32>(
+            "SELECT (SELECT count(*)::int FROM pgbench_branches),
+                    coalesce((SELECT option_value::int FROM pg_options_to_table(
+                                (SELECT reloptions FROM pg_class WHERE oid = 'pgbench_accounts'::regclass))
+                               WHERE option_name = 'fillfactor'), 100)",
+        )
+    });
+    let mut o = BenchOptions::new(&script, &job.database, dir);
+    o.scale = scale;
+    o.clients = arg_i32(job, "clients", 8);
+    o.jobs = arg_i32(job, "jobs", 2);
+    o.duration_s = duration_s;
+    o.protocol = opts
+        .get("protocol")
+        .and_then(|v| v.as_str())
+        .map(Protocol::parse)
+        .transpose()
+        .map_err(|e| JobEnd::Failed(e.to_string()))?
+        .unwrap_or(Protocol::Simple);
+    o.rate_tps = opts.get("rate").and_then(|v| v.as_f64());
+    o.log = true;
+    o.sampling_rate = sampling_rate;
+    o.log_prefix = "tx".into();
+    o.no_vacuum = !opts.get("vacuum").and_then(|v| v.as_bool()).unwrap_or(true);
+    o.connection = connection(job);
+    o.prepare_run_dir()
+        .map_err(|e| JobEnd::Failed(e.to_string()))?;
+    let args = o.args().map_err(|e| JobEnd::Failed(e.to_string()))?;
+
+    // The state the run starts from: a checkpoint, so that one run does not
+    // pay for the previous one's dirty buffers; the layout; the settings.
+    if opts
+        .get("checkpoint_before")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(true)
+    {
+        // as the extension owner (in_transaction), who may run CHECKPOINT
+        in_transaction(|| Spi::run("CHECKPOINT"));
+    }
+    in_transaction(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.bench_runs SET scale = $2, fillfactor = $3, started_at = clock_timestamp(),
+                 layout = (SELECT jsonb_agg(jsonb_build_object('relation', relation::text, 'kind', kind,
+                               'tablespace', tablespace, 'logical_bytes', logical_bytes, 'allocated_bytes', allocated_bytes)
+                               ORDER BY relation::text)
+                             FROM storlab.layout(NULL)
+                            WHERE relation::text ~ '^(public\\.)?(pgbench_|storlab_bench_append)'),
+                 settings = (SELECT jsonb_object_agg(name, current_setting(name)) FROM pg_settings
+                              WHERE name IN ('shared_buffers', 'wal_sync_method', 'synchronous_commit', 'full_page_writes',
+                                             'checkpoint_timeout', 'max_wal_size', 'wal_buffers', 'wal_compression',
+                                             'effective_io_concurrency', 'random_page_cost', 'fsync', 'wal_level',
+                                             'track_io_timing', 'work_mem', 'server_version'))
+              WHERE id = $1",
+            &[job.id.into(), scale.into(), fillfactor.into()],
+        )
+    });
+    let before = counters();
+    // pgbench's own vacuum and start-up come before the timed run; allow them a minute
+    let stdout = run_pgbench(job, &args, dir, Duration::from_secs(duration_s as u64 + 60))?;
+    let after = counters();
+
+    let summary = pgbench::parse_summary(&stdout)
+        .map_err(|e| JobEnd::Failed(format!("pgbench's summary: {e}")))?;
+    let tx = pgbench::read_tx_logs(dir, "tx", o.tx_log_format())
+        .map_err(|e| JobEnd::Failed(format!("pgbench's transaction log: {e}")))?;
+    let p = tx.histogram.percentiles();
+    let histogram = tx.histogram.to_bytes().ok();
+    let progress = tx.timeline(sampling_rate);
+    let version = std::process::Command::new(pgbench_path())
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+
+    in_transaction(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.bench_runs SET
+                 tps = $2, transactions = $3, failures = $4, lat_avg_ms = $5, lat_stddev_ms = $6,
+                 lat_p50_ms = $7, lat_p90_ms = $8, lat_p95_ms = $9, lat_p99_ms = $10, lat_max_ms = $11,
+                 histogram = $12, pgbench_version = $13, finished_at = clock_timestamp(),
+                 wal_bytes = ($15->>'wal_bytes')::numeric - ($14->>'wal_bytes')::numeric,
+                 wal_fpi = ($15->>'wal_fpi')::bigint - ($14->>'wal_fpi')::bigint,
+                 wal_write = ($15->>'wal_write')::bigint - ($14->>'wal_write')::bigint,
+                 wal_sync = ($15->>'wal_sync')::bigint - ($14->>'wal_sync')::bigint,
+                 wal_sync_time_ms = ($15->>'wal_sync_time')::float8 - ($14->>'wal_sync_time')::float8,
+                 checkpoints = ($15->>'checkpoints')::bigint - ($14->>'checkpoints')::bigint,
+                 buffers_checkpoint = ($15->>'buffers_checkpoint')::bigint - ($14->>'buffers_checkpoint')::bigint,
+                 buffers_backend = ($15->>'buffers_backend')::bigint - ($14->>'buffers_backend')::bigint,
+                 buffers_backend_fsync = ($15->>'buffers_backend_fsync')::bigint - ($14->>'buffers_backend_fsync')::bigint,
+                 blks_read = ($15->>'blks_read')::bigint - ($14->>'blks_read')::bigint,
+                 blks_hit = ($15->>'blks_hit')::bigint - ($14->>'blks_hit')::bigint,
+                 blk_read_time_ms = ($15->>'blk_read_time')::float8 - ($14->>'blk_read_time')::float8,
+                 blk_write_time_ms = ($15->>'blk_write_time')::float8 - ($14->>'blk_write_time')::float8,
+                 blks_read_by_tablespace = (
+                   SELECT jsonb_object_agg(a.key, a.value::numeric - coalesce(($14->'by_tablespace'->>a.key)::numeric, 0))
+                     FROM jsonb_each_text($15->'by_tablespace') a)
+              WHERE id = $1",
+            &[
+                job.id.into(),
+                summary.tps.into(),
+                summary.transactions.into(),
+                summary.failed.into(),
+                summary.lat_avg_ms.into(),
+                summary.lat_stddev_ms.into(),
+                p.as_ref().map(|p| p.lat_p50_ms).into(),
+                p.as_ref().map(|p| p.lat_p90_ms).into(),
+                p.as_ref().map(|p| p.lat_p95_ms).into(),
+                p.as_ref().map(|p| p.lat_p99_ms).into(),
+                p.as_ref().map(|p| p.lat_max_ms).into(),
+                histogram.into(),
+                version.into(),
+                JsonB(before.clone()).into(),
+                JsonB(after.clone()).into(),
+            ],
+        )?;
+        // partial seconds (the first and last) would understate the rate
+        for row in progress.iter().filter(|r| r.complete) {
+            Spi::run_with_args(
+                "INSERT INTO storlab.bench_progress (run_id, t_s, tps, lat_avg_ms, lat_max_ms, failures)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    job.id.into(),
+                    (row.t_s as i32).into(),
+                    row.tps.into(),
+                    row.lat_avg_ms.into(),
+                    row.lat_max_ms.into(),
+                    (row.failures as i64).into(),
+                ],
+            )?;
+        }
+        Ok(())
+    });
+    Ok(())
+}
