@@ -72,10 +72,20 @@ SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.bench_init(scale => 0)$$),
   ($$storlab.bench_init(fillfactor => 5)$$),
   ($$storlab.bench_init(partitions => -1)$$),
-  ($$storlab.bench_init(tablespace => 'no_such_tablespace')$$)
+  ($$storlab.bench_init(tablespace => 'no_such_tablespace')$$),
+  ($$storlab.move_indexes_online('pgbench_accounts', 'no_such_tablespace')$$),
+  ($$storlab.move_indexes_online('pg_class', 'lab_ram')$$),
+  ($$storlab.move_indexes_online('pgbench_accounts_pkey', 'lab_ram')$$)
 ) AS v(call);
 SELECT count(*) - :jobs_before AS jobs_created FROM storlab.jobs;
 SELECT storlab.cancel(999999) AS cancelled_a_missing_job;
+
+-- storlab.move_indexes_online(): a table's indexes rebuilt in another
+-- tablespace with REINDEX ... CONCURRENTLY, as a job, so writes go on.
+SELECT storlab.move_indexes_online('pgbench_accounts', 'lab_ram') AS move_job \gset
+CALL storlab.wait(:move_job);
+SELECT relation_name, from_tablespace, to_tablespace, statement, label
+  FROM storlab.relocations WHERE label = 'move_indexes_online' ORDER BY id;
 CALL storlab.wait(999999);
 
 -- Benchmarks run programs and load the server: not for PUBLIC.

@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(13);
+SELECT plan(16);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -64,6 +64,36 @@ SELECT * FROM dblink('leaver', $$SELECT storlab.bench_start('select-only', 1, 1,
 SELECT dblink_disconnect('leaver');
 SELECT is(pg_temp.final_status(:leaver_id), 'done', 'a run outlives the session that started it');
 SELECT ok((SELECT transactions > 0 FROM storlab.bench_runs WHERE id = :leaver_id), 'and stores its results');
+
+-- move_indexes_online: indexes rebuilt in another tablespace while a writer
+-- keeps committing (REINDEX CONCURRENTLY takes only brief locks).
+DROP TABLE IF EXISTS tap_online;
+CREATE TABLE tap_online (id bigserial PRIMARY KEY, v int, at timestamptz DEFAULT clock_timestamp());
+CREATE INDEX tap_online_v ON tap_online (v);
+INSERT INTO tap_online (v) SELECT g FROM generate_series(1, 300000) g;
+SELECT dblink_connect('writer', pg_temp.remote());
+SELECT dblink_send_query('writer', $q$DO $d$ BEGIN
+  FOR i IN 1 .. 80 LOOP INSERT INTO tap_online (v) VALUES (-i); COMMIT; PERFORM pg_sleep(0.05); END LOOP;
+END $d$$q$);
+SELECT pg_sleep(0.5);
+SELECT storlab.move_indexes_online('tap_online', 'lab_ram') AS move_job \gset
+-- REINDEX CONCURRENTLY waits for older snapshots: wait with CALL, which
+-- commits between polls (a polling function would hold one and never end)
+CALL storlab.wait(:move_job);
+SELECT is((SELECT status FROM storlab.jobs WHERE id = :move_job), 'done', 'move_indexes_online finishes');
+CREATE TEMP VIEW this_move AS
+  SELECT r.* FROM storlab.relocations r, storlab.jobs j
+   WHERE j.id = :move_job AND r.label = 'move_indexes_online' AND r.moved_at BETWEEN j.started_at AND j.finished_at;
+SELECT * FROM dblink_get_result('writer') AS r(status text);
+SELECT dblink_disconnect('writer');
+SELECT is((SELECT count(*) FROM storlab.layout('public') WHERE parent = 'tap_online'::regclass AND tablespace = 'lab_ram'),
+          2::bigint, 'both indexes now live in lab_ram, recorded in storlab.relocations')
+  WHERE (SELECT count(*) FROM this_move) = 2
+UNION ALL SELECT fail('the moves were not recorded') WHERE (SELECT count(*) FROM this_move) <> 2;
+SELECT cmp_ok((SELECT count(*) FROM tap_online t, this_move r
+                WHERE t.v < 0 AND t.at BETWEEN r.moved_at - r.duration_s * interval '1 s' AND r.moved_at),
+              '>', 0::bigint, 'the writer committed while the indexes were being rebuilt');
+DROP TABLE tap_online;
 
 -- A job left 'running' by a worker that is gone (a crash, a restart) is
 -- marked failed the next time anyone looks.

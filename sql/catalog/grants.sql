@@ -77,6 +77,7 @@ GRANT SELECT ON storlab.relocations TO pg_monitor;
 REVOKE ALL ON FUNCTION storlab.bench_init(integer, integer, name, name, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.bench_start(text, integer, integer, interval, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.cancel(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.move_indexes_online(regclass, name) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.job_status(bigint) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.wait(bigint, interval) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.bench(text, integer, integer, interval, text, jsonb, bigint) FROM PUBLIC;

@@ -3,7 +3,7 @@
 -- read its rows later, or CALL a procedure that waits while committing.
 CREATE TABLE storlab.jobs (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    kind        text        NOT NULL CHECK (kind IN ('bench_init', 'bench')),
+    kind        text        NOT NULL CHECK (kind IN ('bench_init', 'bench', 'move_indexes')),
     status      text        NOT NULL DEFAULT 'queued'
                             CHECK (status IN ('queued', 'running', 'cancelling', 'done', 'failed', 'cancelled')),
     args        jsonb       NOT NULL,

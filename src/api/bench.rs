@@ -264,6 +264,45 @@ fn bench_start(
     id
 }
 
+/// Moves every index of a table (or materialized view) to `tablespace` with
+/// REINDEX (TABLESPACE ...) INDEX CONCURRENTLY, as a job: writes go on during
+/// the move. Returns the job id; each index moved is recorded in
+/// storlab.relocations.
+#[pg_extern(volatile, parallel_unsafe)]
+fn move_indexes_online(
+    relation: Option<super::regclass::RegClass>,
+    tablespace: Option<Name>,
+) -> i64 {
+    let relation = required(relation, "relation");
+    let tablespace = required(tablespace, "tablespace");
+    super::relocate::check_movable(relation.0).unwrap_or_else(|f| f.raise());
+    super::relocate::check_target(tablespace.as_str()).unwrap_or_else(|f| f.raise());
+    let (kind, owned, name) = Spi::get_three_with_args::<String, bool, String>(
+        "SELECT c.relkind::text, pg_catalog.pg_has_role(c.relowner, 'USAGE'), c.oid::regclass::text
+           FROM pg_catalog.pg_class c WHERE c.oid = $1",
+        &[relation.0.into()],
+    )
+    .unwrap_or_else(|e| error!("{e}"));
+    if !matches!(kind.as_deref(), Some("r") | Some("m")) {
+        invalid(format!(
+            "{} is not a table or materialized view: move_indexes_online rebuilds a table's indexes (for a partitioned table, use storlab.move)",
+            name.unwrap_or_default()
+        ))
+        .raise();
+    }
+    if owned != Some(true) {
+        Failure::new(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("must be owner of table {}", name.unwrap_or_default()),
+        )
+        .raise();
+    }
+    start_job(
+        "move_indexes",
+        serde_json::json!({ "relation": u32::from(relation.0), "relation_name": name, "tablespace": tablespace.0 }),
+    )
+}
+
 /// Asks a queued or running job to stop; true if it was still going. Its
 /// worker stops pgbench (the whole process group) within a second or two.
 ///

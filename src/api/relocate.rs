@@ -67,7 +67,7 @@ fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec
 }
 
 /// Refuses what storlab never moves, with the reason (22023).
-fn check_movable(oid: pg_sys::Oid) -> Result<(), Failure> {
+pub fn check_movable(oid: pg_sys::Oid) -> Result<(), Failure> {
     let (name, relkind, nsp, other_temp) = Spi::connect(|c| {
         let mut r = c.select(
             "SELECT format('%I.%I', n.nspname, c.relname), c.relkind::text, n.nspname::text,
@@ -134,7 +134,7 @@ fn check_movable(oid: pg_sys::Oid) -> Result<(), Failure> {
 /// The target tablespace: it exists, is not pg_global, and the caller may
 /// create in it (as ALTER ... SET TABLESPACE demands; the database's default
 /// tablespace needs no grant).
-fn check_target(tablespace: &str) -> Result<String, Failure> {
+pub fn check_target(tablespace: &str) -> Result<String, Failure> {
     if tablespace == "pg_global" {
         return Err(invalid(
             "relations cannot be moved to pg_global: only shared system catalogs live there",

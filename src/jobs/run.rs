@@ -10,6 +10,7 @@ use pgrx::JsonB;
 
 use super::process::{self, Outcome};
 use super::{in_transaction, stop_requested, Job};
+use crate::api::name::Name;
 use crate::pgbench::{self, BenchOptions, Connection, InitOptions, Protocol};
 
 pub enum JobEnd {
@@ -23,6 +24,7 @@ pub fn run(job: &Job) -> Result<(), JobEnd> {
     let result = match job.kind.as_str() {
         "bench_init" => init(job, &dir),
         "bench" => bench(job, &dir),
+        "move_indexes" => move_indexes(job, &dir),
         other => Err(JobEnd::Failed(format!("unknown job kind {other}"))),
     };
     let _ = std::fs::remove_dir_all(&dir);
@@ -85,18 +87,29 @@ fn run_pgbench(
     dir: &Path,
     deadline: Duration,
 ) -> Result<String, JobEnd> {
+    run_program(job, &pgbench_path(), args, dir, deadline)
+}
+
+/// Runs a client program of the server's own bin folder for the job; its
+/// stdout, or why it failed (its stderr) or was stopped.
+fn run_program(
+    job: &Job,
+    program: &Path,
+    args: &[std::ffi::OsString],
+    dir: &Path,
+    deadline: Duration,
+) -> Result<String, JobEnd> {
     std::fs::create_dir_all(dir)
         .map_err(|e| JobEnd::Failed(format!("cannot create {}: {e}", dir.display())))?;
-    let out = process::run(&pgbench_path(), args, dir, deadline, &mut || {
-        stop_requested(job.id)
-    })
-    .map_err(|e| JobEnd::Failed(format!("cannot run {}: {e}", pgbench_path().display())))?;
+    let out = process::run(program, args, dir, deadline, &mut || stop_requested(job.id))
+        .map_err(|e| JobEnd::Failed(format!("cannot run {}: {e}", program.display())))?;
     let stdout = std::fs::read_to_string(dir.join("stdout")).unwrap_or_default();
     let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
     match out {
         Outcome::Exited(s) if s.success() => Ok(stdout),
         Outcome::Exited(s) => Err(JobEnd::Failed(format!(
-            "pgbench exited with {}: {}",
+            "{} exited with {}: {}",
+            program.file_name().unwrap_or_default().to_string_lossy(),
             s.code()
                 .map_or("a signal".to_string(), |c| format!("status {c}")),
             stderr.trim()
@@ -299,4 +312,142 @@ fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
         Ok(())
     });
     Ok(())
+}
+
+/// Statements that must run at top level (REINDEX ... CONCURRENTLY cannot run
+/// in a transaction block, so not through SPI) go over a client connection.
+fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Result<String, JobEnd> {
+    let psql = pgbench_path().with_file_name("psql");
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "-X".into(),
+        "-q".into(),
+        "-v".into(),
+        "ON_ERROR_STOP=1".into(),
+    ];
+    if let Some(h) = &conn.host {
+        args.push(format!("--host={h}").into());
+    }
+    if let Some(p) = conn.port {
+        args.push(format!("--port={p}").into());
+    }
+    if let Some(u) = &conn.user {
+        args.push(format!("--username={u}").into());
+    }
+    // spelled as a connection string, so that a database name is never taken for one
+    args.push(format!("--dbname=dbname={}", conninfo_quote(&conn.dbname)).into());
+    args.push("-c".into());
+    args.push(sql.into());
+    run_program(job, &psql, &args, dir, Duration::from_secs(24 * 3600))
+}
+
+/// A value in a libpq connection string: single-quoted, \ and ' escaped.
+fn conninfo_quote(v: &str) -> String {
+    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+fn wal_position() -> Option<i64> {
+    in_transaction(|| Spi::get_one::<i64>("SELECT (pg_current_wal_insert_lsn() - '0/0')::int8"))
+}
+
+/// Rebuilds each index of a table in the target tablespace with
+/// REINDEX (TABLESPACE ...) INDEX CONCURRENTLY, so that writes go on during
+/// the move, and records each in storlab.relocations. When a rebuild fails,
+/// its invalid leftover (the `_ccnew` index) is dropped before the job fails.
+fn move_indexes(job: &Job, dir: &Path) -> Result<(), JobEnd> {
+    let relation = job
+        .args
+        .get("relation")
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    let to = arg_str(job, "tablespace").unwrap_or_default().to_string();
+    let conn = connection(job);
+    let quoted_ts = in_transaction(|| {
+        Spi::get_one_with_args::<String>("SELECT quote_ident($1)", &[to.clone().into()])
+    })
+    .unwrap_or_default();
+    // the indexes still elsewhere, with their tablespace and size
+    let indexes: Vec<(i64, String, String, i64)> = in_transaction(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT c.oid::int8, format('%I.%I', n.nspname, c.relname), coalesce(t.spcname, d.spcname)::text,
+                        pg_relation_size(c.oid)
+                   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                   JOIN pg_namespace n ON n.oid = c.relnamespace
+                   LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
+                  CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
+                               WHERE db.datname = current_database()) d
+                  WHERE i.indrelid = $1::oid AND coalesce(t.spcname, d.spcname) <> $2
+                  ORDER BY c.relname",
+                None,
+                &[relation.into(), Name(to.clone()).into()],
+            )?
+            .map(|r| Ok((r.get(1)?.unwrap_or(0), r.get(2)?.unwrap_or_default(), r.get(3)?.unwrap_or_default(), r.get(4)?.unwrap_or(0))))
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    });
+    let batch =
+        in_transaction(|| Spi::get_one::<i64>("SELECT nextval('storlab.relocation_batches')"))
+            .unwrap_or(0);
+    for (oid, name, from, bytes) in indexes {
+        let sql = format!("REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {name}");
+        let wal0 = wal_position();
+        let t0 = std::time::Instant::now();
+        if let Err(e) = psql(job, &conn, &sql, dir) {
+            drop_invalid_leftovers(job, &conn, relation, dir);
+            return Err(e);
+        }
+        let duration = t0.elapsed().as_secs_f64();
+        let wal = wal0.zip(wal_position()).map(|(a, b)| b - a);
+        in_transaction(|| {
+            Spi::run_with_args(
+                "INSERT INTO storlab.relocations (batch_id, relation, relation_name, kind, from_tablespace, to_tablespace,
+                     bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at, label, note,
+                     system_identifier, hostname)
+                 VALUES ($1, $2::oid, $3, 'index', $4, $5, $6, $7, NULL, $8, $9, $10, clock_timestamp(),
+                         'move_indexes_online', 'rebuilt concurrently: writes went on, with brief locks at start and end',
+                         $11, $12)",
+                &[
+                    batch.into(),
+                    oid.into(),
+                    name.clone().into(),
+                    Name(from.clone()).into(),
+                    Name(to.clone()).into(),
+                    bytes.into(),
+                    duration.into(),
+                    wal.into(),
+                    sql.clone().into(),
+                    Name(job.role.clone()).into(),
+                    crate::api::probe::system_identifier().into(),
+                    crate::api::probe::hostname().into(),
+                ],
+            )
+        });
+    }
+    Ok(())
+}
+
+/// A failed REINDEX CONCURRENTLY leaves an invalid index named `<index>_ccnew`;
+/// it would slow every write to the table until dropped.
+fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Path) {
+    let leftovers: Vec<String> = in_transaction(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
+                   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE i.indrelid = $1::oid AND NOT i.indisvalid AND c.relname ~ '_ccnew[0-9]*$'",
+                None,
+                &[relation.into()],
+            )?
+            .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    });
+    for name in leftovers {
+        let _ = psql(
+            job,
+            conn,
+            &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
+            dir,
+        );
+    }
 }
