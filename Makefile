@@ -31,9 +31,11 @@ demo: install lab
 test: deps
 	@scripts/test
 
-# Release build against fio and pg_test_fsync on the lab's volumes (minutes).
+# Release build: probes against fio and pg_test_fsync on the lab's volumes,
+# and the benchmark harness against bare pgbench (about 20 minutes).
 bench: install lab
 	bench/probe_vs_fio
+	bench/harness_overhead
 
 clean: lab-stop
 	cargo clean

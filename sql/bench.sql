@@ -77,6 +77,10 @@ SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.move_indexes_online('pg_class', 'lab_ram')$$),
   ($$storlab.move_indexes_online('pgbench_accounts_pkey', 'lab_ram')$$)
 ) AS v(call);
+-- storlab.conninfo may only say how to reach this server, never another one.
+SET storlab.conninfo = 'host=127.0.0.1 dbname=elsewhere';
+SELECT pg_temp.error_of($$storlab.bench_start('select-only', 1, 1, '1 s')$$) AS error;
+RESET storlab.conninfo;
 SELECT count(*) - :jobs_before AS jobs_created FROM storlab.jobs;
 SELECT storlab.cancel(999999) AS cancelled_a_missing_job;
 

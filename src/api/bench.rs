@@ -13,6 +13,8 @@ use super::probe::{hostname, interval_micros, invalid, required, system_identifi
 use crate::pgbench::{self, Protocol};
 
 pub static MAX_BENCH_DURATION_S: GucSetting<i32> = GucSetting::<i32>::new(3600);
+pub static CONNINFO: GucSetting<Option<std::ffi::CString>> =
+    GucSetting::<Option<std::ffi::CString>>::new(None);
 
 pub fn init_gucs() {
     GucRegistry::define_int_guc(
@@ -24,6 +26,14 @@ pub fn init_gucs() {
         7 * 24 * 3600,
         GucContext::Suset,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_string_guc(
+        c"storlab.conninfo",
+        c"How jobs' pgbench and psql connect to this server: host, port, user, passfile.",
+        c"Empty: the server's own socket folder and port, as the calling role. Set it when pg_hba.conf needs more, e.g. 'host=127.0.0.1 passfile=/var/lib/postgresql/.pgpass'.",
+        &CONNINFO,
+        GucContext::Suset,
+        GucFlags::default(),
     );
 }
 
@@ -58,7 +68,7 @@ fn sweep_dead_jobs() {
     as_extension_owner(|| {
         Spi::run(
             "UPDATE storlab.jobs SET status = 'failed', finished_at = clock_timestamp(),
-                    error = 'the worker ended without finishing the job (server restart or crash)'
+                    error = 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
               WHERE (status IN ('running', 'cancelling')
                      AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = worker_pid))
                  OR (status = 'queued' AND created_at < clock_timestamp() - interval '2 minutes')",
@@ -86,8 +96,19 @@ fn tablespace_must_exist(ts: &Option<Name>) {
 
 /// Inserts the job row and starts its worker; the worker waits until the
 /// caller's transaction commits and the row becomes visible.
-fn start_job(kind: &str, args: serde_json::Value) -> i64 {
+fn start_job(kind: &str, mut args: serde_json::Value) -> i64 {
     sweep_dead_jobs();
+    // the worker does not see this session's settings: carry the value along
+    if let Some(conninfo) = CONNINFO
+        .get()
+        .map(|c| c.to_string_lossy().into_owned())
+        .filter(|c| !c.trim().is_empty())
+    {
+        if let Err(e) = crate::jobs::conninfo::parse(&conninfo) {
+            invalid(e).raise();
+        }
+        args["conninfo"] = conninfo.into();
+    }
     let id = as_extension_owner(|| {
         Spi::get_one_with_args::<i64>(
             "INSERT INTO storlab.jobs (kind, args, role) VALUES ($1, $2, $3) RETURNING id",

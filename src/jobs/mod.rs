@@ -15,6 +15,7 @@
 //! (pg_terminate_backend, a server shutdown) and the postmaster's death stop
 //! it the same way; if the worker itself is killed, the kernel kills pgbench.
 
+pub mod conninfo;
 pub mod process;
 mod run;
 
@@ -149,7 +150,7 @@ pub fn stop_requested(job_id: i64) -> Option<String> {
     let signalled = !BackgroundWorker::wait_latch(Some(Duration::from_millis(100)));
     let status = in_transaction(|| {
         Spi::get_one_with_args::<String>(
-            "SELECT status FROM storlab.jobs WHERE id = $1",
+            "SELECT (SELECT status FROM storlab.jobs WHERE id = $1)",
             &[job_id.into()],
         )
     });

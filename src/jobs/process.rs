@@ -149,9 +149,13 @@ mod tests {
             .parse()
             .unwrap();
         std::thread::sleep(Duration::from_millis(100));
-        // SAFETY: probing for existence only
-        let alive = unsafe { libc::kill(grandchild, 0) } == 0;
-        assert!(!alive, "the grandchild died with its group");
+        // dead, or a zombie waiting for whoever inherited it to reap it
+        let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        let running = state
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.is_empty() && !rest.trim_start().starts_with('Z'));
+        assert!(!running, "the grandchild died with its group: {state}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 
