@@ -15,7 +15,7 @@ BEGIN
     BEGIN
       SELECT j.status, j.error INTO s, e FROM storlab.job_status(job_id) j;
       EXIT WHEN s IS NULL OR s IN ('done', 'failed', 'cancelled');
-      PERFORM pg_sleep(0.1);
+      PERFORM pg_sleep(0.25);
     EXCEPTION WHEN query_canceled THEN
       PERFORM storlab.cancel(job_id);
       RAISE;

@@ -11,7 +11,7 @@
 //! visible (the caller's transaction has committed), marks it 'running',
 //! runs pgbench in a process group of its own, and ends it 'done', 'failed'
 //! (with pgbench's stderr) or 'cancelled'. storlab.cancel() sets
-//! 'cancelling', which the worker notices within 100 ms; SIGTERM
+//! 'cancelling' and signals the worker, which notices at once; SIGTERM
 //! (pg_terminate_backend, a server shutdown) and the postmaster's death stop
 //! it the same way; if the worker itself is killed, the kernel kills pgbench.
 
@@ -147,7 +147,9 @@ pub fn in_transaction<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
 /// Has the job been cancelled, or the worker told to stop? For the child's
 /// stop callback: it also waits on the latch, so it paces the polling.
 pub fn stop_requested(job_id: i64) -> Option<String> {
-    let signalled = !BackgroundWorker::wait_latch(Some(Duration::from_millis(100)));
+    // every 250 ms: a transaction each time, on a server that is being
+    // benchmarked; cancel() also signals the worker, which wakes this at once
+    let signalled = !BackgroundWorker::wait_latch(Some(Duration::from_millis(250)));
     let status = in_transaction(|| {
         Spi::get_one_with_args::<String>(
             "SELECT (SELECT status FROM storlab.jobs WHERE id = $1)",

@@ -19,8 +19,8 @@ pub enum Outcome {
 }
 
 /// Runs `program` with `args`, its output in `dir/stdout` and `dir/stderr`.
-/// `stop` is called about every 100 ms and returns a reason to stop the
-/// child; after `deadline` the child is stopped anyway.
+/// `stop` is called in a loop (it paces itself, e.g. by waiting on a latch)
+/// and returns a reason to stop the child; after `deadline` the child is stopped anyway.
 pub fn run(
     program: &Path,
     args: &[OsString],
