@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(16);
+SELECT plan(18);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -94,6 +94,14 @@ SELECT cmp_ok((SELECT count(*) FROM tap_online t, this_move r
                 WHERE t.v < 0 AND t.at BETWEEN r.moved_at - r.duration_s * interval '1 s' AND r.moved_at),
               '>', 0::bigint, 'the writer committed while the indexes were being rebuilt');
 DROP TABLE tap_online;
+
+-- When pgbench itself fails, its own words land in jobs.error.
+SET storlab.conninfo = 'port=1';
+SELECT storlab.bench_start('select-only', 1, 1, '1 s') AS bad_job \gset
+RESET storlab.conninfo;
+SELECT is(pg_temp.final_status(:bad_job), 'failed', 'a run pgbench cannot start fails');
+SELECT alike((SELECT error FROM storlab.jobs WHERE id = :bad_job), 'pgbench exited with status 1:%connection to server%',
+             'and jobs.error holds pgbench''s stderr');
 
 -- A job left 'running' by a worker that is gone (a crash, a restart) is
 -- marked failed the next time anyone looks.
