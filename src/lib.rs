@@ -9,6 +9,7 @@ use pgrx::prelude::*;
 
 pub mod api;
 pub mod env;
+pub mod hdr;
 pub mod jobs;
 pub mod pgbench;
 pub mod probe;

@@ -37,7 +37,10 @@ fn run_dir(job_id: i64) -> PathBuf {
     crate::api::tablespaces::data_dir()
         .join("base/pgsql_tmp")
         // job ids are per database, the folder is per server: the pid keeps them apart
-        .join(format!("pgsql_tmp_storlab_job_{}_{job_id}", std::process::id()))
+        .join(format!(
+            "pgsql_tmp_storlab_job_{}_{job_id}",
+            std::process::id()
+        ))
 }
 
 /// pgbench of the server's own version, from the server's bin folder.

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use crate::hdr::Shape;
 
 /// 1 µs is pgbench's resolution; a transaction over an hour is a hung
 /// server, recorded as an hour rather than lost. Three significant figures
@@ -46,11 +46,14 @@ pub struct LatencyPercentiles {
     pub lat_max_ms: f64,
 }
 
+const SHAPE: Shape = Shape {
+    low: LOWEST_US,
+    high: HIGHEST_US,
+    sigfig: SIGFIGS,
+};
+
 fn empty_inner() -> hdrhistogram::Histogram<u64> {
-    // Only fails for bounds that violate HdrHistogram's rules; ours are
-    // constants that the tests construct.
-    hdrhistogram::Histogram::new_with_bounds(LOWEST_US, HIGHEST_US, SIGFIGS)
-        .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid"))
+    SHAPE.empty()
 }
 
 impl Default for TxHistogram {
@@ -74,11 +77,7 @@ impl TxHistogram {
     }
 
     pub fn merge(&mut self, other: &TxHistogram) {
-        // Same shape on both sides, so `add` cannot fail; re-recording is
-        // the safe fallback should that ever change.
-        if self.inner.add(&other.inner).is_err() {
-            copy_clamped(&other.inner, &mut self.inner);
-        }
+        crate::hdr::merge(&mut self.inner, &other.inner);
     }
 
     pub fn count(&self) -> u64 {
@@ -115,28 +114,15 @@ impl TxHistogram {
     /// HdrHistogram V2 with deflate: compact, and readable by every
     /// HdrHistogram implementation.
     pub fn to_bytes(&self) -> Result<Vec<u8>, TxHistogramError> {
-        let mut out = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&self.inner, &mut out)
-            .map_err(|e| TxHistogramError(format!("cannot encode: {e}")))?;
-        Ok(out)
+        crate::hdr::encode(&self.inner).map_err(TxHistogramError)
     }
 
     /// Decodes `to_bytes` output (or plain V2). A histogram of another
     /// shape is re-binned into ours so that merges stay exact additions.
     pub fn from_bytes(bytes: &[u8]) -> Result<TxHistogram, TxHistogramError> {
-        check_declared_length(bytes)?;
-        let mut reader = bytes;
-        let decoded: hdrhistogram::Histogram<u64> = Deserializer::new()
-            .deserialize(&mut reader)
-            .map_err(|e| TxHistogramError(format!("cannot decode: {e}")))?;
-        if decoded.low() == LOWEST_US && decoded.high() == HIGHEST_US && decoded.sigfig() == SIGFIGS
-        {
-            return Ok(TxHistogram { inner: decoded });
-        }
-        let mut inner = empty_inner();
-        copy_clamped(&decoded, &mut inner);
-        Ok(TxHistogram { inner })
+        Ok(TxHistogram {
+            inner: crate::hdr::decode(bytes, SHAPE).map_err(TxHistogramError)?,
+        })
     }
 
     /// The underlying HdrHistogram, for statistics not wrapped here.
@@ -149,51 +135,10 @@ fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1_000.0
 }
 
-fn copy_clamped(from: &hdrhistogram::Histogram<u64>, to: &mut hdrhistogram::Histogram<u64>) {
-    for v in from.iter_recorded() {
-        to.saturating_record_n(v.value_iterated_to(), v.count_at_value());
-    }
-}
-
-/// Both V2 encodings start with a cookie and the length of what follows.
-/// Insisting that the length matches rejects truncated or padded blobs
-/// (the zlib decoder alone accepts a blob missing its checksum) and keeps
-/// a short forged plain blob from forcing a huge allocation.
-fn check_declared_length(bytes: &[u8]) -> Result<(), TxHistogramError> {
-    const PLAIN_COOKIE: u32 = 0x1c84_9303 | 0x10;
-    const COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
-    // Cookie + length, and for the plain format the rest of its fixed
-    // header (normalizing offset, digits, low, high, ratio).
-    const PLAIN_HEADER_LEN: usize = 40;
-    const COMPRESSED_HEADER_LEN: usize = 8;
-    let word = |at: usize| -> Option<u32> {
-        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
-        Some(u32::from_be_bytes(b))
-    };
-    let header_len = match word(0) {
-        Some(PLAIN_COOKIE) => PLAIN_HEADER_LEN,
-        Some(COMPRESSED_COOKIE) => COMPRESSED_HEADER_LEN,
-        _ => {
-            return Err(TxHistogramError(
-                "cannot decode: not an HdrHistogram V2 blob".into(),
-            ))
-        }
-    };
-    let declared = word(4).map(|n| n as usize);
-    let actual = bytes.len().checked_sub(header_len);
-    if declared.is_none() || declared != actual {
-        return Err(TxHistogramError(format!(
-            "cannot decode: the blob declares {} payload bytes but holds {}",
-            declared.map_or("no".to_string(), |n| n.to_string()),
-            actual.unwrap_or(0)
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
     fn close(got: f64, want: f64) -> bool {
         (got - want).abs() <= want.abs() * 0.001 + 1e-9

@@ -9,7 +9,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use crate::hdr::Shape;
 
 /// Shape of every histogram we make. Below 1 ns is meaningless for a
 /// syscall, and above an hour the device is effectively dead; 3
@@ -36,9 +36,14 @@ impl fmt::Display for HistogramError {
 
 impl std::error::Error for HistogramError {}
 
+const SHAPE: Shape = Shape {
+    low: LOWEST_NS,
+    high: HIGHEST_NS,
+    sigfig: SIGFIGS,
+};
+
 fn empty_inner() -> hdrhistogram::Histogram<u64> {
-    hdrhistogram::Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIGS)
-        .expect("the constant bounds are valid (checked by tests)")
+    SHAPE.empty()
 }
 
 impl Default for Histogram {
@@ -67,21 +72,13 @@ impl Histogram {
 
     /// Adds every sample of `other` to `self`.
     pub fn merge(&mut self, other: &Histogram) {
-        // All our histograms share one shape, so `add` cannot fail; the
-        // fallback keeps merge infallible should that ever change.
-        if self.inner.add(&other.inner).is_err() {
-            copy_clamped(&other.inner, &mut self.inner);
-        }
+        crate::hdr::merge(&mut self.inner, &other.inner);
     }
 
     /// Compact, self-describing encoding (HdrHistogram V2 + deflate), the
     /// same format other HdrHistogram implementations read.
     pub fn to_bytes(&self) -> Result<Vec<u8>, HistogramError> {
-        let mut out = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&self.inner, &mut out)
-            .map_err(|e| HistogramError(format!("cannot encode: {e}")))?;
-        Ok(out)
+        crate::hdr::encode(&self.inner).map_err(HistogramError)
     }
 
     /// Decodes `to_bytes` output (compressed or plain V2). A histogram with
@@ -93,18 +90,9 @@ impl Histogram {
     /// before reading; a forged blob can therefore cost up to 4 GiB of
     /// memory. Blobs written by this module are a few KiB.
     pub fn from_bytes(bytes: &[u8]) -> Result<Histogram, HistogramError> {
-        check_declared_length(bytes)?;
-        let mut reader = bytes;
-        let decoded: hdrhistogram::Histogram<u64> = Deserializer::new()
-            .deserialize(&mut reader)
-            .map_err(|e| HistogramError(format!("cannot decode: {e}")))?;
-        if decoded.low() == LOWEST_NS && decoded.high() == HIGHEST_NS && decoded.sigfig() == SIGFIGS
-        {
-            return Ok(Histogram { inner: decoded });
-        }
-        let mut inner = empty_inner();
-        copy_clamped(&decoded, &mut inner);
-        Ok(Histogram { inner })
+        Ok(Histogram {
+            inner: crate::hdr::decode(bytes, SHAPE).map_err(HistogramError)?,
+        })
     }
 
     pub fn count(&self) -> u64 {
@@ -151,52 +139,10 @@ impl Histogram {
     }
 }
 
-/// Re-records every bucket of `from` into `to`, clamping to `to`'s range.
-fn copy_clamped(from: &hdrhistogram::Histogram<u64>, to: &mut hdrhistogram::Histogram<u64>) {
-    for v in from.iter_recorded() {
-        to.saturating_record_n(v.value_iterated_to(), v.count_at_value());
-    }
-}
-
-/// Both V2 formats start with a cookie and the length of what follows;
-/// insisting that the length matches the input rejects truncated or padded
-/// blobs (the zlib decoder alone accepts a blob missing its checksum), and
-/// keeps a short forged plain blob from forcing a huge allocation.
-fn check_declared_length(bytes: &[u8]) -> Result<(), HistogramError> {
-    const PLAIN_COOKIE: u32 = 0x1c84_9303 | 0x10;
-    const COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
-    // Cookie, payload length, and for the plain format the rest of the
-    // fixed header (normalizing offset, digits, low, high, ratio).
-    const PLAIN_HEADER_LEN: usize = 40;
-    const COMPRESSED_HEADER_LEN: usize = 8;
-    let word = |at: usize| -> Option<u32> {
-        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
-        Some(u32::from_be_bytes(b))
-    };
-    let header_len = match word(0) {
-        Some(PLAIN_COOKIE) => PLAIN_HEADER_LEN,
-        Some(COMPRESSED_COOKIE) => COMPRESSED_HEADER_LEN,
-        _ => {
-            return Err(HistogramError(
-                "cannot decode: not an HdrHistogram V2 blob".into(),
-            ))
-        }
-    };
-    let declared = word(4).map(|n| n as usize);
-    let actual = bytes.len().checked_sub(header_len);
-    if declared.is_none() || declared != actual {
-        return Err(HistogramError(format!(
-            "cannot decode: the blob declares {} payload bytes but holds {}",
-            declared.map_or("no".to_string(), |n| n.to_string()),
-            actual.unwrap_or(0)
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
     fn us(ns: u64) -> f64 {
         ns as f64 / 1_000.0
