@@ -149,25 +149,9 @@ pub struct AggLog {
 impl AggLog {
     /// Reads a log; as for the per-transaction log, only a last line
     /// without newline may be incomplete.
-    pub fn read(mut reader: impl BufRead) -> Result<AggLog, PgbenchError> {
+    pub fn read(reader: impl BufRead) -> Result<AggLog, PgbenchError> {
         let mut log = AggLog::default();
-        let mut buf = Vec::new();
-        let mut line_no = 0u64;
-        loop {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| PgbenchError::io(format!("reading line {}", line_no + 1), e))?;
-            if n == 0 {
-                break;
-            }
-            line_no += 1;
-            if buf.last() != Some(&b'\n') {
-                log.partial_lines += 1;
-                break;
-            }
-            let line = std::str::from_utf8(&buf[..buf.len() - 1])
-                .map_err(|_| PgbenchError::Parse(format!("line {line_no}: not text")))?;
+        let partial = super::log_dir::for_each_line(reader, |line_no, line| {
             let record = parse_agg_line(line)
                 .map_err(|e| PgbenchError::Parse(format!("line {line_no}: {e}: \"{line}\"")))?;
             if let Some(prev) = log.records.last() {
@@ -179,7 +163,9 @@ impl AggLog {
                 }
             }
             log.records.push(record);
-        }
+            Ok(())
+        })?;
+        log.partial_lines += u64::from(partial);
         Ok(log)
     }
 }

@@ -232,30 +232,15 @@ impl TxLogStats {
 
     /// Reads a whole log. Lines are read one at a time, so a long run's
     /// log is never held in memory.
-    pub fn read(mut reader: impl BufRead, format: TxLogFormat) -> Result<TxLogStats, PgbenchError> {
+    pub fn read(reader: impl BufRead, format: TxLogFormat) -> Result<TxLogStats, PgbenchError> {
         let mut stats = TxLogStats::default();
-        let mut buf = Vec::new();
-        let mut line_no = 0u64;
-        loop {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| PgbenchError::io(format!("reading line {}", line_no + 1), e))?;
-            if n == 0 {
-                break;
-            }
-            line_no += 1;
-            if buf.last() != Some(&b'\n') {
-                // Only the end of the data can lack a newline.
-                stats.partial_lines += 1;
-                break;
-            }
-            let line = std::str::from_utf8(&buf[..buf.len() - 1])
-                .map_err(|_| PgbenchError::Parse(format!("line {line_no}: not text")))?;
+        let partial = super::log_dir::for_each_line(reader, |line_no, line| {
             let record = parse_tx_line(line, format)
                 .map_err(|e| PgbenchError::Parse(format!("line {line_no}: {e}: \"{line}\"")))?;
             stats.add(&record);
-        }
+            Ok(())
+        })?;
+        stats.partial_lines += u64::from(partial);
         Ok(stats)
     }
 
