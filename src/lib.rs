@@ -11,6 +11,7 @@ pub mod api;
 pub mod env;
 pub mod hdr;
 pub mod jobs;
+pub mod ops;
 pub mod pgbench;
 pub mod probe;
 pub mod relocate;

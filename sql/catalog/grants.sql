@@ -4,33 +4,38 @@
 -- never holds one snapshot for the length of a benchmark. Raises the job's
 -- error if it failed; cancels the job if the caller is cancelled
 -- (statement_timeout, pg_cancel_backend). `timeout` stops waiting, not the job.
+--
+-- A procedure that COMMITs cannot carry a SET search_path clause, so every
+-- type, function and operator in these two is schema-qualified: the
+-- caller's search_path decides nothing here either.
 CREATE PROCEDURE storlab.wait(job_id bigint, timeout interval DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
-  s text;
-  e text;
-  deadline timestamptz := clock_timestamp() + timeout;
+  s pg_catalog.text;
+  e pg_catalog.text;
+  deadline pg_catalog.timestamptz := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) timeout;
 BEGIN
   LOOP
     BEGIN
       SELECT j.status, j.error INTO s, e FROM storlab.job_status(job_id) j;
-      EXIT WHEN s IS NULL OR s IN ('done', 'failed', 'cancelled');
-      PERFORM pg_sleep(0.25);
+      EXIT WHEN s IS NULL
+             OR s OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']::pg_catalog.text[]);
+      PERFORM pg_catalog.pg_sleep(0.25);
     EXCEPTION WHEN query_canceled THEN
       PERFORM storlab.cancel(job_id);
       RAISE;
     END;
     COMMIT;
-    IF deadline IS NOT NULL AND clock_timestamp() > deadline THEN
+    IF deadline IS NOT NULL AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>) deadline THEN
       RAISE EXCEPTION 'storlab job % is still % after %', job_id, s, timeout
         USING ERRCODE = '57014', HINT = 'The job goes on; wait again, or stop it with storlab.cancel().';
     END IF;
   END LOOP;
   IF s IS NULL THEN
     RAISE EXCEPTION 'storlab job % does not exist', job_id USING ERRCODE = '42704';
-  ELSIF s = 'failed' THEN
+  ELSIF s OPERATOR(pg_catalog.=) 'failed' THEN
     RAISE EXCEPTION 'storlab job % failed: %', job_id, e USING ERRCODE = '38000';
-  ELSIF s = 'cancelled' THEN
+  ELSIF s OPERATOR(pg_catalog.=) 'cancelled' THEN
     RAISE EXCEPTION 'storlab job % was cancelled', job_id USING ERRCODE = '57014';
   END IF;
 END $$;
@@ -68,7 +73,7 @@ GRANT SELECT ON storlab.probes TO pg_monitor;
 -- Relocation moves relations (as their owner could by hand): not for PUBLIC.
 REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.layout(name) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.layout(name) TO pg_monitor;
 GRANT SELECT ON storlab.relocations TO pg_monitor;

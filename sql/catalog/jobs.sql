@@ -74,3 +74,10 @@ CREATE TABLE storlab.bench_progress (
     failures   bigint,
     PRIMARY KEY (run_id, t_s)
 );
+
+-- pg_dump keeps jobs, runs and their progress rows (with the job ids'
+-- sequence), in foreign-key order.
+SELECT pg_catalog.pg_extension_config_dump('storlab.jobs', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.jobs_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.bench_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.bench_progress', '');

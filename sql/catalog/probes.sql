@@ -35,3 +35,8 @@ CREATE INDEX probes_lookup ON storlab.probes (tablespace, workload, block_size, 
 COMMENT ON COLUMN storlab.probes.suite IS 'standard: a probe of the standard suite (profile, compare_tablespaces); fsync_cost: one of fsync_cost''s tests (writes rewound to the start of the file, as pg_test_fsync does); NULL: a probe() call';
 
 COMMENT ON TABLE storlab.probes IS 'One row per storlab probe: workload, parameters, throughput, latency percentiles (microseconds), HDR histogram and the storage facts at probe time';
+
+-- Stored results are the user's data: pg_dump keeps the rows and the
+-- identity sequence's position (CREATE EXTENSION on restore makes the table).
+SELECT pg_catalog.pg_extension_config_dump('storlab.probes', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.probes_id_seq', '');

@@ -26,3 +26,7 @@ CREATE INDEX relocations_moved_at ON storlab.relocations (moved_at);
 CREATE SEQUENCE storlab.relocation_batches;
 
 COMMENT ON TABLE storlab.relocations IS 'Every relation storlab moved between tablespaces: from, to, bytes, lock wait, WAL, statement; written in the moving transaction';
+
+SELECT pg_catalog.pg_extension_config_dump('storlab.relocations', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.relocations_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.relocation_batches', '');

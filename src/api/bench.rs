@@ -7,7 +7,7 @@ use pgrx::datum::{Interval, JsonB};
 use pgrx::prelude::*;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
-use super::bookkeeping::as_extension_owner;
+use crate::ops::identity::{self, as_owner};
 use super::name::Name;
 use super::probe::{hostname, interval_micros, invalid, required, system_identifier, Failure};
 use crate::pgbench::{self, Protocol};
@@ -39,6 +39,7 @@ pub fn init_gucs() {
 
 /// pgbench's builtin scripts and storlab's own, with what each stresses.
 #[pg_extern(immutable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
 fn scripts() -> TableIterator<
     'static,
     (
@@ -65,13 +66,13 @@ fn scripts() -> TableIterator<
 /// Marks jobs whose worker is gone (a crash, a restart) as failed, so that
 /// nobody waits for them forever.
 fn sweep_dead_jobs() {
-    as_extension_owner(|| {
+    as_owner(|| {
         Spi::run(
-            "UPDATE storlab.jobs SET status = 'failed', finished_at = clock_timestamp(),
+            "UPDATE storlab.jobs SET status = 'failed', finished_at = pg_catalog.clock_timestamp(),
                     error = 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
               WHERE (status IN ('running', 'cancelling')
                      AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = worker_pid))
-                 OR (status = 'queued' AND created_at < clock_timestamp() - interval '2 minutes')",
+                 OR (status = 'queued' AND created_at < pg_catalog.clock_timestamp() - interval '2 minutes')",
         )
     })
     .unwrap_or_else(|e| error!("could not check storlab.jobs: {e}"));
@@ -109,14 +110,12 @@ fn start_job(kind: &str, mut args: serde_json::Value) -> i64 {
         }
         args["conninfo"] = conninfo.into();
     }
-    let id = as_extension_owner(|| {
+    // the role the job runs as: read before switching to the owner
+    let role = identity::caller();
+    let id = as_owner(|| {
         Spi::get_one_with_args::<i64>(
             "INSERT INTO storlab.jobs (kind, args, role) VALUES ($1, $2, $3) RETURNING id",
-            &[
-                kind.into(),
-                JsonB(args).into(),
-                Name(super::bookkeeping::caller()).into(),
-            ],
+            &[kind.into(), JsonB(args).into(), Name(role).into()],
         )
     })
     .unwrap_or_else(|e| error!("could not create the job: {e}"))
@@ -135,6 +134,7 @@ fn start_job(kind: &str, mut args: serde_json::Value) -> i64 {
 /// Creates pgbench's tables (pgbench -i) in this database, in the given
 /// tablespaces, as a job; returns its id (CALL storlab.wait(id) to wait).
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn bench_init(
     scale: default!(Option<i32>, 10),
     fillfactor: default!(Option<i32>, 100),
@@ -211,9 +211,32 @@ fn check_options(options: &serde_json::Value) -> Result<(), String> {
     Ok(())
 }
 
+/// A run starts from a CHECKPOINT, run as the caller: only a superuser or
+/// a member of pg_checkpoint may. Unless the caller asked for it, a role
+/// that may not checkpoint runs without one, and the stored options say so;
+/// asking for one without the privilege is refused.
+fn checkpoint_option(mut options: serde_json::Value) -> serde_json::Value {
+    let may = Spi::get_one::<bool>(
+        "SELECT r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'pg_checkpoint', 'USAGE')
+           FROM pg_catalog.pg_roles r WHERE r.oid = pg_catalog.to_regrole(current_user)",
+    ) == Ok(Some(true));
+    match options.get("checkpoint_before").and_then(|v| v.as_bool()) {
+        Some(true) if !may => Failure::new(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "checkpoint_before needs the privilege to run CHECKPOINT",
+        )
+        .with_detail("Only superusers and members of pg_checkpoint may run CHECKPOINT.")
+        .raise(),
+        Some(_) => {}
+        None => options["checkpoint_before"] = may.into(),
+    }
+    options
+}
+
 /// Starts a pgbench run as a job; returns its storlab.bench_runs id (which is
 /// also its job id).
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn bench_start(
     script: default!(Option<String>, "'tpcb-like'"),
     clients: default!(Option<i32>, 8),
@@ -248,7 +271,15 @@ fn bench_start(
         .raise();
     }
     check_options(&options).unwrap_or_else(|e| invalid(e).raise());
-    let tables = Spi::get_one::<bool>("SELECT to_regclass('pgbench_accounts') IS NOT NULL");
+    // pgbench finds its tables through the role's default search_path,
+    // "$user", public unless ALTER ROLE / DATABASE changed it; this
+    // function runs behind a fixed one, so it looks where pgbench will.
+    // The job checks again with the role's real settings.
+    let tables = Spi::get_one::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                         WHERE c.relname = 'pgbench_accounts' AND c.relkind IN ('r', 'p')
+                           AND n.nspname IN (current_user, 'public'))",
+    );
     if tables != Ok(Some(true)) {
         Failure::new(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
@@ -256,6 +287,7 @@ fn bench_start(
         )
         .raise();
     }
+    let options = checkpoint_option(options);
     let duration_s = duration_us as f64 / 1e6;
     let id = start_job(
         "bench",
@@ -263,7 +295,7 @@ fn bench_start(
             "script": script, "clients": clients, "jobs": jobs, "duration_s": duration_s, "options": options,
         }),
     );
-    as_extension_owner(|| {
+    as_owner(|| {
         Spi::run_with_args(
             "INSERT INTO storlab.bench_runs (id, job_id, script, clients, jobs, duration_s, options, label,
                                              system_identifier, hostname)
@@ -290,6 +322,7 @@ fn bench_start(
 /// the move. Returns the job id; each index moved is recorded in
 /// storlab.relocations.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn move_indexes_online(
     relation: Option<super::regclass::RegClass>,
     tablespace: Option<Name>,
@@ -324,6 +357,44 @@ fn move_indexes_online(
     )
 }
 
+/// The rule pg_cancel_backend applies to sessions: a role may stop the jobs
+/// of roles whose privileges it has (its own), a member of
+/// pg_signal_backend those of any role but a superuser, a superuser all.
+fn may_cancel(job_id: i64) -> Result<(), Failure> {
+    let role = as_owner(|| {
+        Spi::get_one_with_args::<String>(
+            "SELECT role::text FROM storlab.jobs WHERE id = $1",
+            &[job_id.into()],
+        )
+    })
+    .ok()
+    .flatten();
+    let Some(role) = role else {
+        return Ok(()); // no such job: cancel() answers false
+    };
+    let me = identity::current_user();
+    let allowed = match identity::role_oid(&role) {
+        _ if identity::is_superuser(me) => true,
+        None => false, // the role was dropped: superusers only
+        Some(owner) => {
+            identity::has_privs_of(owner)
+                || (!identity::is_superuser(owner)
+                    && identity::has_privs_of(pg_sys::Oid::from(pg_sys::ROLE_PG_SIGNAL_BACKEND)))
+        }
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("permission denied to cancel storlab job {job_id}"),
+        )
+        .with_detail(format!(
+            "Only roles with the privileges of role \"{role}\", which started it, may cancel it (or members of pg_signal_backend, unless that role is a superuser)."
+        )))
+    }
+}
+
 /// Asks a queued or running job to stop; true if it was still going. Its
 /// worker stops pgbench (the whole process group) within a second or two.
 ///
@@ -332,8 +403,10 @@ fn move_indexes_online(
 /// error handler, and the error then rolls the UPDATE back), yet the job
 /// must stop.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn cancel(job_id: i64) -> bool {
-    let worker = as_extension_owner(|| {
+    may_cancel(job_id).unwrap_or_else(|f| f.raise());
+    let worker = as_owner(|| {
         Spi::get_one_with_args::<i32>(
             "SELECT j.worker_pid FROM storlab.jobs j
                JOIN pg_catalog.pg_stat_activity a ON a.pid = j.worker_pid AND a.backend_type = 'storlab job'
@@ -343,12 +416,12 @@ fn cancel(job_id: i64) -> bool {
     })
     .ok()
     .flatten();
-    let marked = as_extension_owner(|| {
+    let marked = as_owner(|| {
         Spi::get_one_with_args::<bool>(
             "WITH c AS (
                UPDATE storlab.jobs
                   SET status = CASE status WHEN 'queued' THEN 'cancelled' ELSE 'cancelling' END,
-                      finished_at = CASE status WHEN 'queued' THEN clock_timestamp() END,
+                      finished_at = CASE status WHEN 'queued' THEN pg_catalog.clock_timestamp() END,
                       error = CASE status WHEN 'queued' THEN 'cancelled with storlab.cancel() before it started' END
                 WHERE id = $1 AND status IN ('queued', 'running')
                 RETURNING 1)
@@ -369,11 +442,12 @@ fn cancel(job_id: i64) -> bool {
 
 /// A job's status and error, for storlab.wait(); no row when there is no such job.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn job_status(
     job_id: i64,
 ) -> TableIterator<'static, (name!(status, String), name!(error, Option<String>))> {
     sweep_dead_jobs();
-    let row = as_extension_owner(|| {
+    let row = as_owner(|| {
         Spi::get_two_with_args::<String, String>(
             "SELECT status, error FROM storlab.jobs WHERE id = $1",
             &[job_id.into()],

@@ -31,7 +31,6 @@ macro_rules! impl_datum_abi {
 }
 
 pub mod bench;
-pub mod bookkeeping;
 pub mod name;
 pub mod probe;
 pub mod probe_args;

@@ -11,7 +11,7 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::{AllocatedByRust, GucContext, GucFlags, GucRegistry, GucSetting};
 
-use super::bookkeeping::as_extension_owner;
+use crate::ops::identity::as_owner;
 use super::name::Name;
 use super::probe_args::{self, ProbeArgs, RawProbeArgs};
 use super::tablespaces::{all_targets, Target};
@@ -299,7 +299,7 @@ pub fn measure(
         .to_bytes()
         .map_err(|e| Failure::new(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string()))?;
     let location = dir.display().to_string();
-    let id = as_extension_owner(|| {
+    let id = as_owner(|| {
         Spi::connect_mut(|c| {
         c.update(
             "INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method,
@@ -353,7 +353,7 @@ pub type ProbeRow = PgHeapTuple<'static, AllocatedByRust>;
 
 /// The stored rows, in id order, as values of the table's row type.
 pub fn fetch_rows(ids: &[i64]) -> Vec<ProbeRow> {
-    as_extension_owner(|| {
+    as_owner(|| {
         Spi::connect(|c| {
             c.select(
                 "SELECT p FROM storlab.probes p WHERE p.id = ANY($1) ORDER BY p.id",
@@ -400,6 +400,7 @@ pub fn spec_for(target: &Target, a: &ProbeArgs, direct: bool) -> ProbeSpec {
 /// in storlab.probes; returns the stored row.
 #[allow(clippy::too_many_arguments)]
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn probe(
     tablespace: Option<Name>,
     workload: default!(Option<String>, "'randread'"),

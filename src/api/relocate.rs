@@ -11,7 +11,7 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::AllocatedByRust;
 
-use super::bookkeeping::{as_extension_owner, caller};
+use crate::ops::identity::{as_owner, caller};
 use super::name::Name;
 use super::probe::{hostname, interval_micros, invalid, required, system_identifier, Failure};
 use super::regclass::RegClass;
@@ -253,7 +253,7 @@ fn execute(
     let batch: Option<i64> = if dry_run || steps.is_empty() {
         None
     } else {
-        as_extension_owner(|| {
+        as_owner(|| {
             Spi::connect_mut(|c| {
                 c.update("SELECT nextval('storlab.relocation_batches')", None, &[])?
                     .first()
@@ -321,7 +321,7 @@ fn execute(
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, clock_timestamp(), $12, $13, $14, $15)
              RETURNING r"
         };
-        let row = as_extension_owner(|| {
+        let row = as_owner(|| {
             Spi::connect_mut(|c| {
                 c.update(query, None, &args)?
                     .first()
@@ -395,6 +395,7 @@ fn move_candidates(root: pg_sys::Oid, to: &str, with_indexes: bool) -> Vec<(Rel,
 /// an index; a materialized view and its indexes; or a partitioned table's
 /// every partition (and their indexes) and its default for future partitions.
 #[pg_extern(volatile, parallel_unsafe, name = "move")]
+#[search_path(pg_catalog, pg_temp)]
 fn move_relation(
     relation: Option<RegClass>,
     tablespace: Option<Name>,
@@ -419,6 +420,7 @@ fn move_relation(
 /// materialized view of a schema to `tables_tablespace`, every index to
 /// `indexes_tablespace`; NULL leaves that part where it is.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn apply_layout(
     tables_tablespace: Option<Name>,
     indexes_tablespace: Option<Name>,
@@ -474,17 +476,22 @@ fn apply_layout(
 }
 
 /// Moves every relation that storlab moved since `at` back to where it was
-/// at `at` (relations dropped since are skipped with a NOTICE).
+/// at `at`. A relation is restored only while it is still the one that was
+/// moved: the same oid, name and kind. One dropped since, or whose oid now
+/// belongs to another relation, is skipped with a NOTICE.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn restore_layout(
     at: Option<TimestampWithTimeZone>,
+    lock_timeout: default!(Option<Interval>, "'5 seconds'"),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
     let at = required(at, "at");
+    let timeout = timeout_of(lock_timeout);
     // the first move after `at` tells where each relation was at `at`
-    let wanted: Vec<(pg_sys::Oid, String, String)> = as_extension_owner(|| {
+    let wanted: Vec<(pg_sys::Oid, String, String, String)> = as_owner(|| {
         Spi::connect(|c| {
             c.select(
-                "SELECT DISTINCT ON (relation) relation, relation_name, from_tablespace::text
+                "SELECT DISTINCT ON (relation) relation, relation_name, kind, from_tablespace::text
                FROM storlab.relocations
               WHERE moved_at > $1 AND system_identifier = $2
               ORDER BY relation, moved_at, id",
@@ -495,7 +502,8 @@ fn restore_layout(
                 Ok((
                     r.get(1)?.expect("oid"),
                     r.get(2)?.expect("name"),
-                    r.get(3)?.expect("tablespace"),
+                    r.get(3)?.expect("kind"),
+                    r.get(4)?.expect("tablespace"),
                 ))
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
@@ -503,28 +511,61 @@ fn restore_layout(
         .unwrap_or_else(|e| error!("could not read storlab.relocations: {e}"))
     });
     let mut candidates = Vec::new();
-    for (oid, name, from) in wanted {
-        match rels("WHERE c.oid = $1", vec![oid.into()]).pop() {
-            Some(rel) => {
+    for (oid, name, kind, from) in wanted {
+        match same_relation(oid, &name, &kind) {
+            Ok(()) => {
+                let rel = rels("WHERE c.oid = $1", vec![oid.into()])
+                    .pop()
+                    .expect("checked just now");
                 let to = check_target(&from).unwrap_or_else(|f| f.raise());
                 candidates.push((rel, to));
             }
-            None => notice!("storlab: {name} was dropped since it was moved; nothing to restore"),
+            Err(why) => notice!("storlab: {name} {why}; nothing to restore"),
         }
     }
     let label = format!("restore_layout since {at}");
-    SetOfIterator::new(execute(
-        plan(candidates),
-        Duration::from_secs(5),
-        false,
-        Some(&label),
-    ))
+    SetOfIterator::new(execute(plan(candidates), timeout, false, Some(&label)))
+}
+
+/// Is the relation with this oid still the one storlab moved? Oids are
+/// reused after a drop, so the oid alone may name an unrelated relation.
+fn same_relation(oid: pg_sys::Oid, name: &str, kind: &str) -> Result<(), String> {
+    let now = Spi::connect(|c| {
+        let mut rows = c.select(
+            "SELECT format('%I.%I', n.nspname, c.relname), c.relkind::text, n.nspname LIKE 'pg\\_toast%'
+               FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.oid = $1",
+            None,
+            &[oid.into()],
+        )?;
+        let Some(r) = rows.next() else {
+            return Ok(None);
+        };
+        Ok::<_, pgrx::spi::Error>(Some((
+            r.get::<String>(1)?.unwrap_or_default(),
+            r.get::<String>(2)?.unwrap_or_default(),
+            r.get::<bool>(3)?.unwrap_or(false),
+        )))
+    })
+    .unwrap_or_else(|e| error!("could not read the catalog: {e}"));
+    let Some((now_name, relkind, in_toast)) = now else {
+        return Err("was dropped since it was moved".into());
+    };
+    let now_kind = Kind::from_relkind(&relkind, in_toast).map(Kind::as_str);
+    if now_name != name || now_kind != Some(kind) {
+        return Err(format!(
+            "is no longer the relation that was moved: its oid {oid} now belongs to {now_name} ({})",
+            now_kind.unwrap_or("a relation storlab does not move")
+        ));
+    }
+    Ok(())
 }
 
 /// Every table, index, TOAST table and index, materialized view, partitioned
 /// table and index of one schema (or every user schema): where it lives and
 /// how much it holds, logically and on the filesystem.
 #[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
 fn layout(
     schema_name: default!(Option<Name>, "NULL"),
 ) -> TableIterator<

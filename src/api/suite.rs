@@ -7,7 +7,7 @@ use std::time::Duration;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
-use super::bookkeeping::as_extension_owner;
+use crate::ops::identity::as_owner;
 use super::name::Name;
 use super::probe::{
     fetch_rows, interval_micros, invalid, max_probe_duration, measure, required, resolve,
@@ -71,6 +71,7 @@ fn warn_skip(target: &Target, what: &str, f: &Failure) {
 /// pg_test_fsync's comparison of sync methods, on one tablespace, with
 /// percentiles. Each test is also stored as a probe labelled 'fsync_cost'.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn fsync_cost(
     tablespace: Option<Name>,
     duration: default!(Option<Interval>, "'2 seconds'"),
@@ -113,7 +114,7 @@ fn fsync_cost(
                 continue;
             }
         };
-        let (ops_per_s, mean, p99) = as_extension_owner(|| {
+        let (ops_per_s, mean, p99) = as_owner(|| {
             Spi::get_three_with_args::<f64, f64, f64>(
                 "SELECT iops, lat_mean_us, lat_p99_us FROM storlab.probes WHERE id = $1",
                 &[id.into()],
@@ -138,6 +139,7 @@ fn fsync_cost(
 /// and pg_wal when NULL, at each worker count. A tablespace that cannot be
 /// probed gets a WARNING and is skipped.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn profile(
     tablespace: default!(Option<Name>, "NULL"),
     duration: default!(Option<Interval>, "'3 seconds'"),
@@ -189,7 +191,7 @@ fn profile(
 type Newest = (Option<f64>, Option<f64>, f64, f64, TimestampWithTimeZone);
 
 fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest> {
-    as_extension_owner(|| {
+    as_owner(|| {
         Spi::connect(|c| {
             let mut rows = c.select(
                 "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at
@@ -266,6 +268,7 @@ fn figures(target: &Target, max_age: Interval) -> (Figures, Vec<SuiteItem>) {
 /// NOTICE naming them). A tablespace that cannot be probed gets a row with
 /// NULL figures and a WARNING.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn compare_tablespaces(
     max_age: default!(Option<Interval>, "'1 day'"),
     duration: default!(Option<Interval>, "'2 seconds'"),

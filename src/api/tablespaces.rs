@@ -151,6 +151,7 @@ fn row(t: Target) -> Row {
 /// The storage facts behind every tablespace of the cluster (but pg_global)
 /// and behind the WAL folder, read from the kernel at call time.
 #[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
 fn tablespaces() -> TableIterator<
     'static,
     (

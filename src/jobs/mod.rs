@@ -21,10 +21,13 @@ mod run;
 
 use std::time::{Duration, Instant};
 
+use std::panic::AssertUnwindSafe;
+
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
+use pgrx::pg_sys::PgTryBuilder;
 use pgrx::prelude::*;
 
-use crate::api::bookkeeping::as_extension_owner;
+use crate::ops::identity::{as_owner, pinned};
 
 /// Starting a worker for a committed-or-about-to-commit job row.
 pub fn launch(job_id: i64) -> Result<(), String> {
@@ -66,26 +69,50 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
     if job.status != "queued" {
         return; // cancelled before it started
     }
-    in_transaction(|| {
+    bookkeeping(|| {
         Spi::run_with_args(
-            "UPDATE storlab.jobs SET status = 'running', worker_pid = pg_backend_pid(), started_at = clock_timestamp()
+            "UPDATE storlab.jobs SET status = 'running', worker_pid = pg_catalog.pg_backend_pid(), started_at = pg_catalog.clock_timestamp()
               WHERE id = $1",
             &[job_id.into()],
         )
     });
-    let outcome = run::run(&job);
+    // An ERROR in the job's own work (a privilege the caller lacks, a
+    // table dropped under it) ends the job 'failed' with that error's text,
+    // rather than ending the worker with the job left 'running'.
+    let outcome = PgTryBuilder::new(AssertUnwindSafe(|| run::run(&job)))
+        .catch_others(|e| {
+            // SAFETY: leaves the failed transaction (a no-op outside one),
+            // restoring the user id and GUC nest levels as any abort does.
+            unsafe { pg_sys::AbortCurrentTransaction() };
+            Err(run::JobEnd::Failed(error_text(&e)))
+        })
+        .execute();
     let (status, error) = match outcome {
         Ok(()) => ("done", None),
         Err(run::JobEnd::Stopped(why)) => ("cancelled", Some(why)),
         Err(run::JobEnd::Failed(why)) => ("failed", Some(why)),
     };
-    in_transaction(|| {
+    bookkeeping(|| {
         Spi::run_with_args(
-            "UPDATE storlab.jobs SET status = $2, error = coalesce($3, error), finished_at = clock_timestamp()
+            "UPDATE storlab.jobs SET status = $2, error = coalesce($3, error), finished_at = pg_catalog.clock_timestamp()
               WHERE id = $1",
             &[job_id.into(), status.into(), error.into()],
         )
     });
+}
+
+/// An error's message, with its detail, for `storlab.jobs.error`.
+fn error_text(e: &pg_sys::panic::CaughtError) -> String {
+    use pg_sys::panic::CaughtError::*;
+    let report = match e {
+        PostgresError(r) | ErrorReport(r) => r,
+        RustPanic { ereport, .. } => ereport,
+    };
+    let mut text = report.message().to_string();
+    if let Some(detail) = report.detail() {
+        text.push_str(&format!(": {detail}"));
+    }
+    text
 }
 
 /// A job as the worker reads it.
@@ -103,7 +130,7 @@ pub struct Job {
 fn wait_for_job(job_id: i64) -> Option<Job> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
-        if let Some(job) = in_transaction(|| read_job(job_id)) {
+        if let Some(job) = bookkeeping(|| read_job(job_id)) {
             return Some(job);
         }
         if !BackgroundWorker::wait_latch(Some(Duration::from_millis(50))) {
@@ -134,12 +161,24 @@ fn read_job(job_id: i64) -> Result<Option<Job>, pgrx::spi::Error> {
     })
 }
 
-/// One short transaction, as the extension owner (storlab's own tables);
-/// SPI errors end the worker with the error in the server log.
-pub fn in_transaction<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
+/// One short transaction as the extension's owner, restricted and behind
+/// the pinned search_path: storlab's own rows only. SPI errors end the
+/// worker with the error in the server log.
+pub fn bookkeeping<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
+    transaction(|| as_owner(f))
+}
+
+/// One short transaction as the job's role (the worker's session user),
+/// behind the pinned search_path: the caller's own work (its tables, its
+/// CHECKPOINT, its statistics), with exactly the caller's privileges.
+pub fn as_caller<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
+    transaction(|| pinned(f))
+}
+
+fn transaction<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
     let mut f = Some(f);
     BackgroundWorker::transaction(std::panic::AssertUnwindSafe(|| {
-        as_extension_owner(|| (f.take().expect("called once"))())
+        (f.take().expect("called once"))()
     }))
     .unwrap_or_else(|e| error!("storlab job: {e}"))
 }
@@ -150,7 +189,7 @@ pub fn stop_requested(job_id: i64) -> Option<String> {
     // every 250 ms: a transaction each time, on a server that is being
     // benchmarked; cancel() also signals the worker, which wakes this at once
     let signalled = !BackgroundWorker::wait_latch(Some(Duration::from_millis(250)));
-    let status = in_transaction(|| {
+    let status = bookkeeping(|| {
         Spi::get_one_with_args::<String>(
             "SELECT (SELECT status FROM storlab.jobs WHERE id = $1)",
             &[job_id.into()],

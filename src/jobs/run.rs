@@ -5,11 +5,12 @@ use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pgrx::bgworkers::BackgroundWorker;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
 use super::process::{self, Outcome};
-use super::{in_transaction, stop_requested, Job};
+use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::api::name::Name;
 use crate::pgbench::{self, BenchOptions, Connection, InitOptions, Protocol};
 
@@ -19,16 +20,30 @@ pub enum JobEnd {
 }
 
 pub fn run(job: &Job) -> Result<(), JobEnd> {
-    let dir = run_dir(job.id);
-    let _ = std::fs::remove_dir_all(&dir);
-    let result = match job.kind.as_str() {
-        "bench_init" => init(job, &dir),
-        "bench" => bench(job, &dir),
-        "move_indexes" => move_indexes(job, &dir),
+    let dir = RunDir::new(run_dir(job.id));
+    match job.kind.as_str() {
+        "bench_init" => init(job, &dir.0),
+        "bench" => bench(job, &dir.0),
+        "move_indexes" => move_indexes(job, &dir.0),
         other => Err(JobEnd::Failed(format!("unknown job kind {other}"))),
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    }
+}
+
+/// The job's folder of logs and scripts, removed however the job ends (an
+/// ERROR unwinds through here too).
+struct RunDir(PathBuf);
+
+impl RunDir {
+    fn new(path: PathBuf) -> Self {
+        let _ = std::fs::remove_dir_all(&path);
+        RunDir(path)
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Logs and scripts go in pg_default's temp folder, named like PostgreSQL's
@@ -55,9 +70,11 @@ fn pgbench_path() -> PathBuf {
 /// How pgbench reaches this server: its own socket folder and port, the
 /// job's database and role.
 fn connection(job: &Job) -> Connection {
-    let (sockets, port) = in_transaction(|| {
+    // server facts storlab needs to connect, not the caller's to read
+    // (unix_socket_directories needs pg_read_all_settings)
+    let (sockets, port) = bookkeeping(|| {
         Spi::get_two::<String, String>(
-            "SELECT current_setting('unix_socket_directories'), current_setting('port')",
+            "SELECT pg_catalog.current_setting('unix_socket_directories'), pg_catalog.current_setting('port')",
         )
     });
     let host = sockets.and_then(|s| {
@@ -141,17 +158,44 @@ fn init(job: &Job, dir: &Path) -> Result<(), JobEnd> {
     std::fs::create_dir_all(dir).map_err(|e| JobEnd::Failed(e.to_string()))?;
     // std::fs paths: pgbench -i writes nothing there but its output
     run_pgbench(job, &args, dir, Duration::from_secs(24 * 3600))?;
-    // storlab's insert-append script appends to a table of its own
-    let ddl =
-        pgbench::scripts::append_table_ddl(o.tablespace.as_deref(), o.index_tablespace.as_deref());
-    in_transaction(|| Spi::run(&ddl));
+    // storlab's insert-append script appends to a table of its own, made
+    // by the caller beside pgbench's tables (in the schema pgbench -i chose;
+    // the DDL names no function, and runs as the caller)
+    let schema = pgbench_schema()?;
+    let ddl = format!(
+        "SET LOCAL search_path TO {schema}, pg_catalog;\n{}",
+        pgbench::scripts::append_table_ddl(o.tablespace.as_deref(), o.index_tablespace.as_deref())
+    );
+    as_caller(|| Spi::run(&ddl));
     Ok(())
+}
+
+/// The schema (quoted) of the pgbench tables the job's pgbench will use:
+/// `pgbench_accounts` as the job's role finds it with its own default
+/// search_path, as pgbench's connection does. The one lookup of a name
+/// through a search_path not our own; the function itself is qualified.
+fn pgbench_schema() -> Result<String, JobEnd> {
+    let found = BackgroundWorker::transaction(|| {
+        Spi::get_one::<String>(
+            "SELECT pg_catalog.quote_ident(n.nspname::text) FROM pg_catalog.pg_class c
+               JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+              WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pgbench_accounts')",
+        )
+        .ok()
+        .flatten()
+    });
+    found.ok_or_else(|| {
+        JobEnd::Failed(
+            "pgbench's tables are missing for this role: pgbench_accounts is not found with its default search_path"
+                .into(),
+        )
+    })
 }
 
 /// The server's cumulative counters, read in a transaction of their own
 /// (statistics snapshots last a transaction).
 fn counters() -> serde_json::Value {
-    in_transaction(|| {
+    as_caller(|| {
         Spi::get_one::<JsonB>(
             "SELECT jsonb_build_object(
                  'wal_bytes', w.wal_bytes, 'wal_fpi', w.wal_fpi, 'wal_write', w.wal_write, 'wal_sync', w.wal_sync,
@@ -182,7 +226,9 @@ fn counters() -> serde_json::Value {
 /// pg_stat_statements' counters per statement, when the extension is
 /// installed in this database and preloaded (querying it otherwise fails).
 fn statements() -> Option<serde_json::Value> {
-    let schema = in_transaction(|| {
+    // a server fact (shared_preload_libraries needs pg_read_all_settings);
+    // the statistics themselves are read as the caller below
+    let schema = bookkeeping(|| {
         Spi::get_one::<String>(
             // a scalar subquery: one row (NULL) when the extension is absent
             "SELECT (SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
@@ -190,7 +236,7 @@ fn statements() -> Option<serde_json::Value> {
                         AND current_setting('shared_preload_libraries') ~ '(^|[ ,])pg_stat_statements($|[ ,])')",
         )
     })?;
-    in_transaction(|| {
+    as_caller(|| {
         Spi::get_one::<JsonB>(&format!(
             "SELECT coalesce(jsonb_object_agg(queryid::text, jsonb_build_object(
                         'query', left(query, 500), 'calls', calls, 'total_ms', total_exec_time, 'rows', rows,
@@ -223,13 +269,15 @@ fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
                 _ => None,
             });
 
-    let (scale, fillfactor) = in_transaction(|| {
-        Spi::get_two::<i32, i32>(
-            "SELECT (SELECT count(*)::int FROM pgbench_branches),
-                    coalesce((SELECT option_value::int FROM pg_options_to_table(
-                                (SELECT reloptions FROM pg_class WHERE oid = 'pgbench_accounts'::regclass))
+    let schema = pgbench_schema()?;
+    let accounts = format!("{schema}.pgbench_accounts").replace('\'', "''");
+    let (scale, fillfactor) = as_caller(|| {
+        Spi::get_two::<i32, i32>(&format!(
+            "SELECT (SELECT pg_catalog.count(*)::int FROM {schema}.pgbench_branches),
+                    coalesce((SELECT option_value::int FROM pg_catalog.pg_options_to_table(
+                                (SELECT reloptions FROM pg_catalog.pg_class WHERE oid = '{accounts}'::regclass))
                                WHERE option_name = 'fillfactor'), 100)",
-        )
+        ))
     });
     let mut o = BenchOptions::new(&script, &job.database, dir);
     o.scale = scale;
@@ -266,24 +314,26 @@ fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
         .and_then(|v| v.as_bool())
         .unwrap_or(true)
     {
-        // as the extension owner (in_transaction), who may run CHECKPOINT
-        in_transaction(|| Spi::run("CHECKPOINT"));
+        // as the caller: bench_start refused the option for a role that
+        // may not checkpoint (superuser or pg_checkpoint)
+        as_caller(|| Spi::run("CHECKPOINT"));
     }
-    in_transaction(|| {
+    bookkeeping(|| {
         Spi::run_with_args(
-            "UPDATE storlab.bench_runs SET scale = $2, fillfactor = $3, started_at = clock_timestamp(),
-                 layout = (SELECT jsonb_agg(jsonb_build_object('relation', relation::text, 'kind', kind,
-                               'tablespace', tablespace, 'logical_bytes', logical_bytes, 'allocated_bytes', allocated_bytes)
-                               ORDER BY relation::text)
-                             FROM storlab.layout(NULL)
-                            WHERE relation::text ~ '^(public\\.)?(pgbench_|storlab_bench_append)'),
+            "UPDATE storlab.bench_runs SET scale = $2, fillfactor = $3, started_at = pg_catalog.clock_timestamp(),
+                 layout = (SELECT jsonb_agg(jsonb_build_object('relation', c.relname, 'kind', l.kind,
+                               'tablespace', l.tablespace, 'logical_bytes', l.logical_bytes,
+                               'allocated_bytes', l.allocated_bytes)
+                               ORDER BY c.relname)
+                             FROM storlab.layout($4) l JOIN pg_catalog.pg_class c ON c.oid = l.relation
+                            WHERE c.relname ~ '^(pgbench_|storlab_bench_append)'),
                  settings = (SELECT jsonb_object_agg(name, current_setting(name)) FROM pg_settings
                               WHERE name IN ('shared_buffers', 'wal_sync_method', 'synchronous_commit', 'full_page_writes',
                                              'checkpoint_timeout', 'max_wal_size', 'wal_buffers', 'wal_compression',
                                              'effective_io_concurrency', 'random_page_cost', 'fsync', 'wal_level',
                                              'track_io_timing', 'work_mem', 'server_version'))
               WHERE id = $1",
-            &[job.id.into(), scale.into(), fillfactor.into()],
+            &[job.id.into(), scale.into(), fillfactor.into(), Name(unquote(&schema)).into()],
         )
     });
     let before = counters();
@@ -306,12 +356,12 @@ fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
 
-    in_transaction(|| {
+    bookkeeping(|| {
         Spi::run_with_args(
             "UPDATE storlab.bench_runs SET
                  tps = $2, transactions = $3, failures = $4, lat_avg_ms = $5, lat_stddev_ms = $6,
                  lat_p50_ms = $7, lat_p90_ms = $8, lat_p95_ms = $9, lat_p99_ms = $10, lat_max_ms = $11,
-                 histogram = $12, pgbench_version = $13, finished_at = clock_timestamp(),
+                 histogram = $12, pgbench_version = $13, finished_at = pg_catalog.clock_timestamp(),
                  wal_bytes = ($15->>'wal_bytes')::numeric - ($14->>'wal_bytes')::numeric,
                  wal_fpi = ($15->>'wal_fpi')::bigint - ($14->>'wal_fpi')::bigint,
                  wal_write = ($15->>'wal_write')::bigint - ($14->>'wal_write')::bigint,
@@ -414,7 +464,7 @@ fn conninfo_quote(v: &str) -> String {
 }
 
 fn wal_position() -> Option<i64> {
-    in_transaction(|| Spi::get_one::<i64>("SELECT (pg_current_wal_insert_lsn() - '0/0')::int8"))
+    as_caller(|| Spi::get_one::<i64>("SELECT (pg_catalog.pg_current_wal_insert_lsn() - '0/0')::int8"))
 }
 
 /// Rebuilds each index of a table in the target tablespace with
@@ -429,12 +479,12 @@ fn move_indexes(job: &Job, dir: &Path) -> Result<(), JobEnd> {
         .unwrap_or(0);
     let to = arg_str(job, "tablespace").unwrap_or_default().to_string();
     let conn = connection(job);
-    let quoted_ts = in_transaction(|| {
-        Spi::get_one_with_args::<String>("SELECT quote_ident($1)", &[to.clone().into()])
+    let quoted_ts = as_caller(|| {
+        Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[to.clone().into()])
     })
     .unwrap_or_default();
     // the indexes still elsewhere, with their tablespace and size
-    let indexes: Vec<(i64, String, String, i64)> = in_transaction(|| {
+    let indexes: Vec<(i64, String, String, i64)> = as_caller(|| {
         Spi::connect(|c| {
             c.select(
                 "SELECT c.oid::int8, format('%I.%I', n.nspname, c.relname), coalesce(t.spcname, d.spcname)::text,
@@ -454,7 +504,7 @@ fn move_indexes(job: &Job, dir: &Path) -> Result<(), JobEnd> {
         })
     });
     let batch =
-        in_transaction(|| Spi::get_one::<i64>("SELECT nextval('storlab.relocation_batches')"))
+        bookkeeping(|| Spi::get_one::<i64>("SELECT pg_catalog.nextval('storlab.relocation_batches')"))
             .unwrap_or(0);
     for (oid, name, from, bytes) in indexes {
         let sql = format!("REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {name}");
@@ -466,12 +516,12 @@ fn move_indexes(job: &Job, dir: &Path) -> Result<(), JobEnd> {
         }
         let duration = t0.elapsed().as_secs_f64();
         let wal = wal0.zip(wal_position()).map(|(a, b)| b - a);
-        in_transaction(|| {
+        bookkeeping(|| {
             Spi::run_with_args(
                 "INSERT INTO storlab.relocations (batch_id, relation, relation_name, kind, from_tablespace, to_tablespace,
                      bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at, label, note,
                      system_identifier, hostname)
-                 VALUES ($1, $2::oid, $3, 'index', $4, $5, $6, $7, NULL, $8, $9, $10, clock_timestamp(),
+                 VALUES ($1, $2::oid, $3, 'index', $4, $5, $6, $7, NULL, $8, $9, $10, pg_catalog.clock_timestamp(),
                          'move_indexes_online', 'rebuilt concurrently: writes went on, with brief locks at start and end',
                          $11, $12)",
                 &[
@@ -497,7 +547,7 @@ fn move_indexes(job: &Job, dir: &Path) -> Result<(), JobEnd> {
 /// A failed REINDEX CONCURRENTLY leaves an invalid index named `<index>_ccnew`;
 /// it would slow every write to the table until dropped.
 fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Path) {
-    let leftovers: Vec<String> = in_transaction(|| {
+    let leftovers: Vec<String> = as_caller(|| {
         Spi::connect(|c| {
             c.select(
                 "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
@@ -517,5 +567,13 @@ fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Pat
             &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
             dir,
         );
+    }
+}
+
+/// An identifier as quote_ident gave it, back to the plain name.
+fn unquote(quoted: &str) -> String {
+    match quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(inner) => inner.replace("\"\"", "\""),
+        None => quoted.to_string(),
     }
 }

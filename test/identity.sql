@@ -1,0 +1,189 @@
+-- Identity: storlab never does more than its caller could do by hand, and a
+-- caller's search_path never decides which code runs.
+--
+-- A role holds only the documented grants (EXECUTE on storlab's functions,
+-- CREATE on one tablespace) and a hostile schema, first in its search_path,
+-- that shadows every pg_catalog function and operator storlab's SQL uses.
+-- Each shadow records current_user and session_user before doing the real
+-- work. The role then calls every storlab function. Afterwards no shadow
+-- ran as another role (no escalation) and none ran at all (storlab's SQL
+-- is pinned to pg_catalog), and what the role's jobs created is its own.
+--
+-- Jobs need committed rows, so this file commits; it first removes what an
+-- interrupted earlier run may have left.
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+DROP SCHEMA IF EXISTS tap_evil, tap_attacker CASCADE;
+DO $$ BEGIN
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_attacker') THEN
+    EXECUTE 'DROP OWNED BY tap_attacker CASCADE';
+    DROP ROLE tap_attacker;
+  END IF;
+END $$;
+RESET client_min_messages;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+SELECT plan(14);
+SELECT clock_timestamp() AS t_start \gset
+
+CREATE ROLE tap_attacker LOGIN;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA storlab TO tap_attacker;
+GRANT EXECUTE ON ALL PROCEDURES IN SCHEMA storlab TO tap_attacker;
+GRANT CREATE ON TABLESPACE lab_ram TO tap_attacker;
+-- the role's own schema, where pgbench -i (connecting as the role) puts its
+-- tables; only that schema, so that pgbench never meets public's tables
+CREATE SCHEMA tap_attacker AUTHORIZATION tap_attacker;
+ALTER ROLE tap_attacker SET search_path = tap_attacker;
+CREATE SCHEMA tap_evil AUTHORIZATION tap_attacker;
+
+-- The shadows, made by the attacker itself.
+SET ROLE tap_attacker;
+CREATE TABLE tap_evil.calls (fn text, cur name, sess name);
+GRANT INSERT, SELECT ON tap_evil.calls TO PUBLIC;
+DO $$
+DECLARE
+  f record;
+BEGIN
+  -- name, argument types, return type, the real call
+  FOR f IN SELECT * FROM (VALUES
+      ('now', '', 'timestamptz', 'pg_catalog.now()'),
+      ('clock_timestamp', '', 'timestamptz', 'pg_catalog.clock_timestamp()'),
+      ('to_timestamp', 'a double precision', 'timestamptz', 'pg_catalog.to_timestamp(a)'),
+      ('pg_backend_pid', '', 'integer', 'pg_catalog.pg_backend_pid()'),
+      ('current_setting', 'a text', 'text', 'pg_catalog.current_setting(a)'),
+      ('set_config', 'a text, b text, c boolean', 'text', 'pg_catalog.set_config(a, b, c)'),
+      ('quote_ident', 'a text', 'text', 'pg_catalog.quote_ident(a)'),
+      ('nextval', 'a regclass', 'bigint', 'pg_catalog.nextval(a)'),
+      ('pg_size_bytes', 'a text', 'bigint', 'pg_catalog.pg_size_bytes(a)'),
+      ('pg_table_size', 'a regclass', 'bigint', 'pg_catalog.pg_table_size(a)'),
+      ('pg_relation_size', 'a regclass', 'bigint', 'pg_catalog.pg_relation_size(a)'),
+      ('pg_relation_filepath', 'a regclass', 'text', 'pg_catalog.pg_relation_filepath(a)'),
+      ('current_database', '', 'name', 'pg_catalog.current_database()'),
+      ('pg_has_role', 'a oid, b text', 'boolean', 'pg_catalog.pg_has_role(a, b)'),
+      ('pg_has_role', 'a oid, b text, c text', 'boolean', 'pg_catalog.pg_has_role(a, b, c)'),
+      ('has_tablespace_privilege', 'a oid, b text', 'boolean', 'pg_catalog.has_tablespace_privilege(a, b)'),
+      ('pg_my_temp_schema', '', 'oid', 'pg_catalog.pg_my_temp_schema()'),
+      ('to_regclass', 'a text', 'regclass', 'pg_catalog.to_regclass(a)'),
+      ('to_regrole', 'a text', 'regrole', 'pg_catalog.to_regrole(a)'),
+      ('pg_sleep', 'a double precision', 'void', 'pg_catalog.pg_sleep(a)'),
+      ('pg_current_wal_insert_lsn', '', 'pg_lsn', 'pg_catalog.pg_current_wal_insert_lsn()'),
+      ('pg_options_to_table', 'a text[]', 'SETOF record', NULL),
+      ('format', 'a text, b text, c text', 'text', 'pg_catalog.format(a, b, c)'),
+      ('pg_partition_tree', 'a regclass', 'SETOF record', NULL)
+    ) AS v(name, args, ret, real)
+  LOOP
+    IF f.real IS NULL THEN
+      -- set-returning: record the call and return nothing
+      EXECUTE format('CREATE FUNCTION tap_evil.%I(%s) RETURNS %s LANGUAGE plpgsql AS $b$
+        BEGIN INSERT INTO tap_evil.calls VALUES (%L, current_user, session_user); RETURN; END $b$',
+        f.name, f.args, f.ret, f.name);
+    ELSE
+      EXECUTE format('CREATE FUNCTION tap_evil.%I(%s) RETURNS %s LANGUAGE plpgsql AS $b$
+        BEGIN INSERT INTO tap_evil.calls VALUES (%L, current_user, session_user); %s %s; END $b$',
+        f.name, f.args, f.ret, f.name, CASE f.ret WHEN 'void' THEN 'PERFORM' ELSE 'RETURN' END, f.real);
+    END IF;
+  END LOOP;
+  -- operators: =, <>, <, >, + and ~ on the types storlab's SQL compares
+  FOR f IN SELECT * FROM (VALUES
+      ('=', 'text', 'text', 'texteq'), ('=', 'name', 'name', 'nameeq'), ('=', 'oid', 'oid', 'oideq'),
+      ('=', 'bigint', 'bigint', 'int8eq'), ('=', 'integer', 'integer', 'int4eq'),
+      ('=', 'name', 'text', 'nameeqtext'), ('<>', 'text', 'text', 'textne'), ('<>', 'name', 'name', 'namene'),
+      ('<>', 'integer', 'integer', 'int4ne'), ('<>', 'oid', 'oid', 'oidne'),
+      ('>', 'timestamptz', 'timestamptz', 'timestamptz_gt'), ('<', 'timestamptz', 'timestamptz', 'timestamptz_lt'),
+      ('>', 'integer', 'integer', 'int4gt'), ('<', 'oid', 'oid', 'oidlt'),
+      ('~', 'text', 'text', 'textregexeq'), ('-', 'pg_lsn', 'pg_lsn', 'pg_lsn_mi'),
+      ('+', 'timestamptz', 'interval', 'timestamptz_pl_interval'),
+      ('-', 'timestamptz', 'interval', 'timestamptz_mi_interval')
+    ) AS v(op, l, r, real)
+  LOOP
+    EXECUTE format('CREATE FUNCTION tap_evil.%I(a %s, b %s) RETURNS %s LANGUAGE plpgsql AS $b$
+        BEGIN INSERT INTO tap_evil.calls VALUES (%L, current_user, session_user); RETURN pg_catalog.%I(a, b); END $b$',
+      'op_' || f.real, f.l, f.r,
+      (SELECT prorettype::regtype::text FROM pg_proc WHERE proname = f.real AND pronamespace = 'pg_catalog'::regnamespace LIMIT 1),
+      f.op, f.real);
+    EXECUTE format('CREATE OPERATOR tap_evil.%s (FUNCTION = tap_evil.%I, LEFTARG = %s, RIGHTARG = %s)',
+      f.op, 'op_' || f.real, f.l, f.r);
+  END LOOP;
+END $$;
+RESET ROLE;
+
+-- A job of another role (a superuser), for the cancel check below.
+SELECT storlab.bench_init(scale => 1) AS su_init \gset
+CALL storlab.wait(:su_init);
+SELECT storlab.bench_start('select-only', clients => 1, jobs => 1, duration => '20 s') AS su_job \gset
+
+-- Small, short probes: the settings are the superuser's to give.
+SET storlab.suite_file_size = '4MB';
+
+-- From here on: the attacker, its hostile schema first.
+SET ROLE tap_attacker;
+SET search_path = tap_evil, pg_catalog, public;
+SELECT count(*) FROM storlab.tablespaces();
+SELECT (storlab.probe('lab_ram', 'randwrite', duration => '100 ms', file_size => 1048576, direct => false)).ops;
+SELECT count(*) FROM storlab.fsync_cost('lab_ram', '20 ms');
+SELECT count(*) FROM storlab.profile('lab_ram', '50 ms');
+SELECT count(*) FROM storlab.compare_tablespaces('1 day', '50 ms');
+CREATE TABLE tap_attacker.tap_own (id int PRIMARY KEY, v text);
+SELECT pg_catalog.clock_timestamp() AS before_moves \gset
+SELECT count(*) FROM storlab.move('tap_attacker.tap_own', 'lab_ram', dry_run => true);
+SELECT count(*) FROM storlab.move('tap_attacker.tap_own', 'lab_ram');
+SELECT count(*) FROM storlab.apply_layout(NULL, 'pg_default', 'tap_attacker');
+SELECT count(*) FROM storlab.layout('tap_attacker');
+SELECT count(*) FROM storlab.restore_layout(:'before_moves');
+SELECT count(*) FROM storlab.scripts();
+SELECT storlab.bench_init(scale => 1) AS init_job \gset
+CALL storlab.wait(:init_job);
+SELECT storlab.bench_start('tpcb-like', clients => 1, jobs => 1, duration => '1 s') AS run_job \gset
+SELECT * FROM storlab.job_status(:run_job);
+CALL storlab.wait(:run_job);
+CALL storlab.bench('insert-append', 1, 1, '1 s');
+SELECT storlab.move_indexes_online('tap_attacker.pgbench_accounts', 'lab_ram') AS index_job \gset
+CALL storlab.wait(:index_job);
+SELECT storlab.bench_start('select-only', clients => 1, jobs => 1, duration => '20 s') AS own_job \gset
+SELECT storlab.cancel(:own_job) AS cancelled_own \gset
+RESET search_path;
+RESET ROLE;
+
+SELECT is((SELECT count(*) FROM tap_evil.calls WHERE cur <> 'tap_attacker'), 0::bigint,
+          'no shadow function or operator ever ran as another role');
+SELECT is((SELECT string_agg(DISTINCT fn, ', ') FROM tap_evil.calls), NULL,
+          'storlab''s SQL never reached the hostile schema at all');
+SELECT is((SELECT relowner::regrole::text FROM pg_class WHERE oid = 'tap_attacker.pgbench_accounts'::regclass),
+          'tap_attacker', 'bench_init ran pgbench -i as the caller: it owns pgbench''s tables');
+SELECT is((SELECT relowner::regrole::text FROM pg_class WHERE oid = 'tap_attacker.storlab_bench_append'::regclass),
+          'tap_attacker', 'and storlab''s append table, made beside them');
+SELECT is((SELECT string_agg(DISTINCT status, ',') FROM storlab.jobs WHERE id IN (:init_job, :run_job, :index_job)),
+          'done', 'the role''s init, run and online index move all finished');
+SELECT is((SELECT count(*) FROM storlab.bench_runs r JOIN storlab.jobs j ON j.id = r.id
+            WHERE j.role = 'tap_attacker' AND j.created_at > :'t_start' AND r.tps > 0), 2::bigint, 'both of its runs stored their results');
+SELECT is((SELECT (options->>'checkpoint_before')::boolean FROM storlab.bench_runs WHERE id = :run_job), false,
+          'a role that may not CHECKPOINT runs without one, and the run says so');
+SELECT is((SELECT count(*) FROM pg_indexes WHERE schemaname = 'tap_attacker' AND tablename = 'pgbench_accounts'
+             AND tablespace = 'lab_ram'), 1::bigint, 'move_indexes_online moved its index, as the caller');
+SELECT ok(:'cancelled_own', 'a role may cancel its own job');
+SELECT is((SELECT count(*) FROM storlab.relocations WHERE moved_by = 'tap_attacker' AND moved_at > :'t_start'),
+          5::bigint, 'its five moves are recorded under its name');
+
+-- Privileges hold: another role's job, a superuser's table.
+SET ROLE tap_attacker;
+SELECT throws_ok(format('SELECT storlab.cancel(%s)', :su_job), '42501', NULL,
+                 'a role cannot cancel a job another role started');
+SELECT throws_ok($$SELECT * FROM storlab.move('public.pgbench_accounts', 'lab_ram')$$, '42501', NULL,
+                 'nor move a relation it does not own');
+SELECT throws_ok($$SELECT storlab.bench_start('select-only', 1, 1, '1 s', options => '{"checkpoint_before": true}')$$,
+                 '42501', NULL, 'nor ask for a CHECKPOINT it could not run by hand');
+RESET ROLE;
+SELECT ok(storlab.cancel(:su_job), 'the superuser cancels its own job');
+
+SELECT * FROM finish();
+
+-- Clean up once the cancelled jobs have ended (pgbench's tables in public stay).
+DO $$ BEGIN
+  FOR i IN 1 .. 100 LOOP
+    EXIT WHEN NOT EXISTS (SELECT FROM storlab.jobs WHERE status IN ('queued', 'running', 'cancelling'));
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SET client_min_messages = warning;
+DROP SCHEMA tap_evil, tap_attacker CASCADE;
+DROP OWNED BY tap_attacker CASCADE;
+DROP ROLE tap_attacker;
