@@ -81,6 +81,22 @@ SELECT tablespace, count(*), string_agg(relation::text, ', ' ORDER BY relation::
   FROM storlab.layout('shop') GROUP BY tablespace ORDER BY tablespace;
 SELECT DISTINCT label LIKE 'restore_layout since %' AS labelled FROM storlab.relocations WHERE label IS NOT NULL;
 
+-- restore_layout moves a relation back only while it is still the one that
+-- was moved: same oid, name and kind. Oids are reused after a DROP, so a
+-- relation dropped since is skipped, and so is one whose oid now names
+-- something else (here: renamed), each with a NOTICE.
+CREATE TABLE shop.kept (id int);
+CREATE TABLE shop.dropped (id int);
+CREATE TABLE shop.renamed (id int);
+SELECT pg_catalog.clock_timestamp() AS before_second_moves \gset
+SELECT relation_name FROM storlab.move('shop.kept', 'lab_ram') UNION ALL
+SELECT relation_name FROM storlab.move('shop.dropped', 'lab_ram') UNION ALL
+SELECT relation_name FROM storlab.move('shop.renamed', 'lab_ram');
+DROP TABLE shop.dropped;
+ALTER TABLE shop.renamed RENAME TO now_called_this;
+SELECT relation_name, from_tablespace, to_tablespace FROM storlab.restore_layout(:'before_second_moves', lock_timeout => '1 s');
+SELECT relation, tablespace FROM storlab.layout('shop') WHERE relation::text IN ('shop.kept', 'shop.now_called_this') ORDER BY 1;
+
 -- Names that need quoting work everywhere, and nothing a name contains runs.
 CREATE SCHEMA "Odd Schema";
 CREATE TABLE "Odd Schema"."Tab; DROP TABLE shop.orders; --" (id int PRIMARY KEY, "Grüße" text);

@@ -554,7 +554,7 @@ fn same_relation(oid: pg_sys::Oid, name: &str, kind: &str) -> Result<(), String>
     let now_kind = Kind::from_relkind(&relkind, in_toast).map(Kind::as_str);
     if now_name != name || now_kind != Some(kind) {
         return Err(format!(
-            "is no longer the relation that was moved: its oid {oid} now belongs to {now_name} ({})",
+            "is no longer the relation that was moved: its oid now belongs to {now_name} ({})",
             now_kind.unwrap_or("a relation storlab does not move")
         ));
     }
