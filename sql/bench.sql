@@ -39,6 +39,14 @@ SELECT script, clients, jobs, duration_s, scale, fillfactor, label,
 SELECT count(*) BETWEEN 1 AND 3 AS progress_rows, bool_and(tps > 0) AS all_busy
   FROM storlab.bench_progress WHERE run_id = :run_id;
 SELECT kind, status, error FROM storlab.jobs WHERE id = :run_id;
+-- storlab.run_latency(run_ids, percentiles) reads the stored histogram back,
+-- merged over several runs when given several (repetitions of one layout).
+-- Here one run: its p50 and p99 are the ones stored with it (to the
+-- histogram's precision), over the transactions pgbench logged.
+SELECT percentile, abs(lat_ms - CASE percentile WHEN 50 THEN r.lat_p50_ms ELSE r.lat_p99_ms END) < 0.01 AS as_stored,
+       samples > 0 AS logged
+  FROM storlab.bench_runs r, storlab.run_latency(ARRAY[r.id], '{50,99}')
+ WHERE r.id = :run_id ORDER BY percentile;
 
 -- A run whose tables live elsewhere records that layout.
 SELECT storlab.bench_init(scale => 1, tablespace => 'lab_ram', index_tablespace => 'lab_disk') AS init_job \gset

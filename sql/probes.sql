@@ -131,6 +131,25 @@ SELECT tablespace, ops > 0 AS measured
   FROM storlab.probe('regress_probe_ts', 'randwrite', duration => '100 ms', file_size => 1024 * 1024, direct => false);
 DROP TABLESPACE regress_probe_ts;
 
+-- storlab.probe_latency(probe_ids, percentiles): the stored HDR histograms
+-- of several probes merged, read as one distribution (the p99 of every
+-- operation together, not an average of p99s). Here: every randread probe
+-- on lab_ram made above.
+SELECT array_agg(id) AS randread_ids, sum(ops) AS randread_ops
+  FROM storlab.probes WHERE tablespace = 'lab_ram' AND workload = 'randread' \gset
+SELECT percentile, lat_us > 0 AS measured, samples = :randread_ops AS every_op_counted
+  FROM storlab.probe_latency(:'randread_ids', '{50,99,99.9}');
+SELECT bool_and(lat_us >= coalesce(prev, 0)) AS percentiles_ordered
+  FROM (SELECT lat_us, lag(lat_us) OVER (ORDER BY percentile) AS prev FROM storlab.probe_latency(:'randread_ids')) l;
+SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
+  ($$storlab.probe_latency('{}')$$),
+  ($$storlab.probe_latency('{-1}')$$),
+  ($$storlab.probe_latency(NULL)$$),
+  ($$storlab.probe_latency(ARRAY[(SELECT min(id) FROM storlab.probes)], '{0}')$$),
+  ($$storlab.probe_latency(ARRAY[(SELECT min(id) FROM storlab.probes)], '{50,101}')$$),
+  ($$storlab.probe_latency(ARRAY[(SELECT min(id) FROM storlab.probes)], '{50,NULL}')$$)
+) AS v(call);
+
 -- Probing writes files: not for PUBLIC. The stored results are readable by pg_monitor.
 CREATE ROLE regress_probe_nobody;
 SET ROLE regress_probe_nobody;
@@ -138,4 +157,5 @@ SELECT pg_temp.error_of($$storlab.probe('lab_ram')$$) AS error;
 SELECT pg_temp.error_of($$storlab.compare_tablespaces()$$) AS error;
 RESET ROLE;
 DROP ROLE regress_probe_nobody;
-SELECT has_table_privilege('pg_monitor', 'storlab.probes', 'SELECT') AS monitor_reads_results;
+SELECT has_table_privilege('pg_monitor', 'storlab.probes', 'SELECT') AS monitor_reads_results,
+       has_function_privilege('pg_monitor', 'storlab.probe_latency(bigint[], float8[])', 'EXECUTE') AS monitor_merges;

@@ -87,3 +87,9 @@ REVOKE ALL ON FUNCTION storlab.job_status(bigint) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.wait(bigint, interval) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.bench(text, integer, integer, interval, text, jsonb, bigint) FROM PUBLIC;
 GRANT SELECT ON storlab.jobs, storlab.bench_runs, storlab.bench_progress TO pg_monitor;
+
+-- Merged percentiles of stored histograms: read-only reports, as the caller.
+REVOKE ALL ON FUNCTION storlab.probe_latency(bigint[], double precision[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.run_latency(bigint[], double precision[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.probe_latency(bigint[], double precision[]) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION storlab.run_latency(bigint[], double precision[]) TO pg_monitor;

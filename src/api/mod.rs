@@ -31,6 +31,7 @@ macro_rules! impl_datum_abi {
 }
 
 pub mod bench;
+pub mod latency;
 pub mod name;
 pub mod probe;
 pub mod probe_args;

@@ -1,3 +1,4 @@
 //! Turning stored figures into comparisons. Pure Rust, no PostgreSQL.
 
 pub mod compare;
+pub mod latency;

@@ -1,0 +1,110 @@
+-- storlab 0.1.0 -> 0.2.0. Stored rows are kept as they are; this script only
+-- changes the extension's objects, so that an updated server ends with the
+-- same objects as a fresh 0.2.0 install (the upgrade test compares them).
+\echo Use "ALTER EXTENSION storlab UPDATE TO '0.2.0'" to load this file. \quit
+
+-- Stored results are the user's data: pg_dump keeps these rows and the
+-- sequences' positions.
+SELECT pg_catalog.pg_extension_config_dump('storlab.probes', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.probes_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.relocations', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.relocations_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.relocation_batches', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.jobs', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.jobs_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.bench_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.bench_progress', '');
+
+-- Every function runs behind a fixed search_path: the caller's never
+-- decides which function or operator runs.
+ALTER FUNCTION storlab.apply_layout(tables_tablespace name, indexes_tablespace name, schema_name name, lock_timeout interval, dry_run boolean) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.bench_init(scale integer, fillfactor integer, tablespace name, index_tablespace name, partitions integer) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.bench_start(script text, clients integer, jobs integer, duration interval, label text, options jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.cancel(job_id bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.compare_tablespaces(max_age interval, duration interval) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.fsync_cost(tablespace name, duration interval) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.job_status(job_id bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.layout(schema_name name) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.move(relation regclass, tablespace name, with_indexes boolean, lock_timeout interval, dry_run boolean) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.move_indexes_online(relation regclass, tablespace name) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.probe(tablespace name, workload text, block_size integer, duration interval, workers integer, file_size bigint, direct boolean, sync_method text, label text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.profile(tablespace name, duration interval, workers integer[]) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.scripts() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION storlab.tablespaces() SET search_path = pg_catalog, pg_temp;
+
+-- restore_layout checks that a relation is still the one moved, and takes
+-- a lock_timeout like move().
+DROP FUNCTION storlab.restore_layout(timestamp with time zone);
+CREATE FUNCTION storlab.restore_layout(
+	"at" timestamp with time zone,
+	"lock_timeout" interval DEFAULT '5 seconds'
+) RETURNS SETOF storlab.relocations
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'restore_layout_wrapper';
+REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz, interval) FROM PUBLIC;
+
+-- Merged percentiles of stored histograms.
+CREATE FUNCTION storlab.probe_latency(
+	"probe_ids" bigint[],
+	"percentiles" double precision[] DEFAULT '{50,90,99,99.9}'
+) RETURNS TABLE (
+	"percentile" double precision,
+	"lat_us" double precision,
+	"samples" bigint
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'probe_latency_wrapper';
+CREATE FUNCTION storlab.run_latency(
+	"run_ids" bigint[],
+	"percentiles" double precision[] DEFAULT '{50,90,99,99.9}'
+) RETURNS TABLE (
+	"percentile" double precision,
+	"lat_ms" double precision,
+	"samples" bigint
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'run_latency_wrapper';
+REVOKE ALL ON FUNCTION storlab.probe_latency(bigint[], double precision[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.run_latency(bigint[], double precision[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.probe_latency(bigint[], double precision[]) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION storlab.run_latency(bigint[], double precision[]) TO pg_monitor;
+
+-- The waiting procedures cannot carry a SET clause (they COMMIT): every
+-- type, function and operator in them is schema-qualified instead.
+CREATE OR REPLACE PROCEDURE storlab.wait(job_id bigint, timeout interval DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+  s pg_catalog.text;
+  e pg_catalog.text;
+  deadline pg_catalog.timestamptz := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) timeout;
+BEGIN
+  LOOP
+    BEGIN
+      SELECT j.status, j.error INTO s, e FROM storlab.job_status(job_id) j;
+      EXIT WHEN s IS NULL
+             OR s OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']::pg_catalog.text[]);
+      PERFORM pg_catalog.pg_sleep(0.25);
+    EXCEPTION WHEN query_canceled THEN
+      PERFORM storlab.cancel(job_id);
+      RAISE;
+    END;
+    COMMIT;
+    IF deadline IS NOT NULL AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>) deadline THEN
+      RAISE EXCEPTION 'storlab job % is still % after %', job_id, s, timeout
+        USING ERRCODE = '57014', HINT = 'The job goes on; wait again, or stop it with storlab.cancel().';
+    END IF;
+  END LOOP;
+  IF s IS NULL THEN
+    RAISE EXCEPTION 'storlab job % does not exist', job_id USING ERRCODE = '42704';
+  ELSIF s OPERATOR(pg_catalog.=) 'failed' THEN
+    RAISE EXCEPTION 'storlab job % failed: %', job_id, e USING ERRCODE = '38000';
+  ELSIF s OPERATOR(pg_catalog.=) 'cancelled' THEN
+    RAISE EXCEPTION 'storlab job % was cancelled', job_id USING ERRCODE = '57014';
+  END IF;
+END $$;

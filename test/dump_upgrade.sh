@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Stored results are the user's data (TAP output, run by scripts/test with prove):
+#   1. pg_dump / pg_restore of a database keeps every stored probe, move, job,
+#      run and progress row, and the sequences go on after the restored ids;
+#   2. a server on 0.1.0 with stored results runs ALTER EXTENSION storlab
+#      UPDATE: the rows are intact, and the extension's objects are exactly
+#      a fresh install's, as pg_dump --schema-only --binary-upgrade prints them.
+# Needs the lab (PGHOST, PGPORT, PGUSER) and, for part 2, a writable
+# extension folder for 0.1.0's install script (root); without it part 2 is skipped.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PG_BIN=/usr/lib/postgresql/15/bin
+EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
+OLD=0.1.0
+NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+sql() { local db=$1; shift; "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+n=0
+tap() { n=$((n + 1)); if [[ $1 == ok ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+is() {
+  if [[ "$1" == "$2" ]]; then tap ok "$3"; else
+    tap fail "$3"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
+  fi
+}
+fresh_db() {
+  sql postgres -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" 2>/dev/null
+}
+
+# Every results table, as count and checksum of its rows in key order.
+fingerprint() {
+  sql "$1" <<'SQL'
+SELECT string_agg(t || '=' || v, ' ' ORDER BY t) FROM (
+  SELECT 'probes' t, count(*) || ':' || md5(coalesce(string_agg(p::text, '|' ORDER BY id), '')) v FROM storlab.probes p
+  UNION ALL SELECT 'relocations', count(*) || ':' || md5(coalesce(string_agg(r::text, '|' ORDER BY id), '')) FROM storlab.relocations r
+  UNION ALL SELECT 'jobs', count(*) || ':' || md5(coalesce(string_agg(j::text, '|' ORDER BY id), '')) FROM storlab.jobs j
+  UNION ALL SELECT 'bench_runs', count(*) || ':' || md5(coalesce(string_agg(b::text, '|' ORDER BY id), '')) FROM storlab.bench_runs b
+  UNION ALL SELECT 'bench_progress', count(*) || ':' || md5(coalesce(string_agg(g::text, '|' ORDER BY run_id, t_s), '')) FROM storlab.bench_progress g
+) x
+SQL
+}
+
+# One of each kind of stored result: a probe, a move, a pgbench init and run.
+store_results() {
+  sql "$1" <<'SQL'
+SET client_min_messages = warning;
+SELECT (storlab.probe('lab_ram', 'randwrite', duration => '200 ms', file_size => 1048576, direct => false)).id;
+CREATE SCHEMA scratch;
+CREATE TABLE scratch.moved (id int PRIMARY KEY, v text);
+SELECT count(*) FROM storlab.move('scratch.moved', 'lab_ram');
+DROP SCHEMA scratch CASCADE;
+SELECT storlab.bench_init(scale => 1) AS init \gset
+CALL storlab.wait(:init);
+CALL storlab.bench('select-only', 1, 1, '2 s');
+DROP TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, storlab_bench_append;
+SQL
+}
+
+echo "1..9"
+
+# 1. pg_dump and pg_restore
+fresh_db storlab_dump_src
+sql storlab_dump_src -c "CREATE EXTENSION storlab" >/dev/null
+store_results storlab_dump_src >/dev/null
+before=$(fingerprint storlab_dump_src)
+counts=$(sql storlab_dump_src -c "SELECT (SELECT count(*) FROM storlab.probes) > 0 AND (SELECT count(*) FROM storlab.relocations) > 0
+                                    AND (SELECT count(*) FROM storlab.bench_runs WHERE tps > 0) > 0 AND (SELECT count(*) FROM storlab.bench_progress) > 0")
+is "$counts" t "the source database holds probes, moves, a run and its progress rows"
+"$PG_BIN/pg_dump" -Fc -f "$WORK/src.dump" storlab_dump_src
+fresh_db storlab_dump_dst
+"$PG_BIN/pg_restore" -d storlab_dump_dst "$WORK/src.dump"
+is "$(fingerprint storlab_dump_dst)" "$before" "pg_restore brings back every stored row, unchanged"
+old_max=$(sql storlab_dump_dst -c "SELECT max(id) FROM storlab.probes")
+new_id=$(sql storlab_dump_dst -c "SET client_min_messages = warning" \
+  -c "SELECT (storlab.probe('lab_ram', 'randwrite', duration => '100 ms', file_size => 1048576, direct => false)).id")
+after_ids=$([[ -n $old_max && -n $new_id ]] && ((new_id > old_max)) && echo t)
+is "$after_ids" t "new probes after a restore get new ids (the sequence's position was dumped too)"
+sql postgres -c "DROP DATABASE storlab_dump_src" -c "DROP DATABASE storlab_dump_dst"
+
+# 2. ALTER EXTENSION storlab UPDATE from 0.1.0
+if ! cp sql/versions/storlab--$OLD.sql "$EXT_DIR/" 2>/dev/null; then
+  for i in 4 5 6 7 8 9; do echo "ok $i # skip cannot install storlab--$OLD.sql into $EXT_DIR (not root)"; done
+  exit 0
+fi
+fresh_db storlab_upgrade
+sql storlab_upgrade -c "CREATE EXTENSION storlab VERSION '$OLD'" >/dev/null
+is "$(sql storlab_upgrade -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")" "$OLD" "a database on storlab $OLD"
+store_results storlab_upgrade >/dev/null
+before=$(fingerprint storlab_upgrade)
+sql storlab_upgrade -c "ALTER EXTENSION storlab UPDATE" >/dev/null
+is "$(sql storlab_upgrade -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")" "$NEW" "ALTER EXTENSION storlab UPDATE reaches $NEW"
+is "$(fingerprint storlab_upgrade)" "$before" "every stored row is intact after the update"
+
+fresh_db storlab_fresh
+sql storlab_fresh -c "CREATE EXTENSION storlab" >/dev/null
+# Extension members appear in a dump only in binary-upgrade mode; leave out
+# what differs by nature: oids, relfrozenxid, sequence positions.
+objects() {
+  "$PG_BIN/pg_dump" --schema-only --binary-upgrade "$1" \
+    | grep -v -e '^--' -e '^$' -e 'binary_upgrade_' -e '^\\restrict' -e '^\\unrestrict' -e 'pg_catalog.setval(' \
+    | awk '/^UPDATE pg_catalog.pg_class$/ { skip = 3 } skip > 0 { skip--; next } { print }'
+}
+objects storlab_upgrade >"$WORK/updated.sql"
+objects storlab_fresh >"$WORK/fresh.sql"
+if diff -u "$WORK/fresh.sql" "$WORK/updated.sql" >"$WORK/diff"; then
+  tap ok "the updated extension's objects equal a fresh $NEW install's ($(grep -c . "$WORK/fresh.sql") lines of pg_dump)"
+else
+  tap fail "the updated extension's objects equal a fresh $NEW install's"
+  sed 's/^/#   /' "$WORK/diff" | head -60
+fi
+config="SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'"
+is "$(sql storlab_upgrade -c "$config")" "$(sql storlab_fresh -c "$config")" "and the same tables and sequences are registered for pg_dump"
+is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 9 \
+  "nine of them: five tables, four sequences"
+sql postgres -c "DROP DATABASE storlab_upgrade" -c "DROP DATABASE storlab_fresh"
