@@ -21,6 +21,10 @@ SELECT kind, status, error, args->>'scale' AS scale, args->>'fillfactor' AS fill
   FROM storlab.jobs WHERE id = :init_job;
 SELECT relname, reloptions FROM pg_class
  WHERE relname IN ('pgbench_accounts', 'pgbench_branches', 'storlab_bench_append') ORDER BY relname;
+-- The job's detail keeps how long each step of pgbench -i took.
+SELECT detail->'init_total_s' IS NOT NULL AS timed,
+       (SELECT array_agg(k ORDER BY k) FROM jsonb_object_keys(detail->'init_steps_s') k) AS steps
+  FROM storlab.jobs WHERE id = :init_job;
 
 -- CALL storlab.bench() starts a run and waits for it; it returns the run's id.
 CALL storlab.bench('select-only', clients => 2, jobs => 1, duration => '3 s', label => 'regress') \gset
@@ -58,6 +62,12 @@ SELECT l->>'relation' AS relation, l->>'tablespace' AS tablespace
  WHERE r.id = :run_id AND l->>'relation' IN ('pgbench_accounts', 'pgbench_accounts_pkey')
  ORDER BY 1;
 SELECT script, options->>'protocol' AS protocol, transactions > 0 AS measured FROM storlab.bench_runs WHERE id = :run_id;
+-- With progress_interval, pgbench's own progress lines are kept in the
+-- job's detail (the stored per-second rows come from its transaction log).
+CALL storlab.bench('select-only', 1, 1, '2 s', options => '{"progress_interval": 1, "checkpoint_before": false}') \gset
+SELECT jsonb_array_length(detail->'pgbench_progress') BETWEEN 1 AND 2 AS progress_kept,
+       detail->'pgbench_progress'->0 ?& ARRAY['t_s', 'tps', 'lat_avg_ms', 'lat_stddev_ms'] AS fields
+  FROM storlab.jobs WHERE id = :run_id;
 
 -- Bad input: a clear error and its SQLSTATE; no job is created.
 CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
@@ -74,6 +84,7 @@ SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.bench_start(clients => 2, jobs => 3)$$),
   ($$storlab.bench_start(duration => '0.5 s')$$),
   ($$storlab.bench_start(duration => '2 hours')$$),
+  ($$storlab.bench_start(duration => '1.5 s')$$),
   ($$storlab.bench_start(options => '{"turbo": true}')$$),
   ($$storlab.bench_start(options => '{"protocol": "fast"}')$$),
   ($$storlab.bench_start(options => '{"sampling_rate": 2}')$$),

@@ -1,14 +1,19 @@
 //! storlab: a storage lab inside PostgreSQL.
 //!
-//! Layers point one way (see DESIGN.md): `api` (the SQL surface, the only
-//! place besides `jobs` that talks to PostgreSQL) uses the pure-Rust core
-//! (`env`, ...), which knows nothing about PostgreSQL and is tested with plain
-//! `#[test]`s.
+//! Layers point one way (ARCHITECTURE.md): `api` (the SQL functions) and
+//! `jobs` (the background worker) use `ops` (operations under an explicit
+//! identity); those three are the only modules that talk to PostgreSQL.
+//! Everything else (`request`, `error`, `probe`, `env`, `pgbench`, `report`,
+//! `relocate`, `hdr`) is the pure-Rust core, tested with plain `#[test]`s.
 
 use pgrx::prelude::*;
 
+#[macro_use]
+pub mod sqltypes;
+
 pub mod api;
 pub mod env;
+pub mod error;
 pub mod hdr;
 pub mod jobs;
 pub mod ops;
@@ -16,6 +21,7 @@ pub mod pgbench;
 pub mod probe;
 pub mod relocate;
 pub mod report;
+pub mod request;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -38,8 +44,7 @@ extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    api::probe::init_gucs();
-    api::bench::init_gucs();
+    ops::settings::init_gucs();
 }
 
 #[cfg(any(test, feature = "pg_test"))]

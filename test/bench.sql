@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(18);
+SELECT plan(20);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -108,5 +108,19 @@ SELECT alike((SELECT error FROM storlab.jobs WHERE id = :bad_job), 'pgbench exit
 INSERT INTO storlab.jobs (kind, status, args, worker_pid) VALUES ('bench', 'running', '{}', 2147483000) RETURNING id AS ghost \gset
 SELECT is((SELECT status FROM storlab.job_status(:ghost)), 'failed', 'a job whose worker is gone is marked failed');
 DELETE FROM storlab.jobs WHERE id = :ghost;
+
+-- A job dies with the transaction that created it: after a ROLLBACK its
+-- worker sees the creating transaction aborted and exits at once, instead of
+-- holding a slot of max_worker_processes while it waits for a row.
+SELECT count(*) AS workers_before FROM pg_stat_activity WHERE backend_type = 'storlab job' \gset
+BEGIN;
+SELECT storlab.bench_start('select-only', 1, 1, '5 s') AS rolled_back \gset
+SELECT storlab.bench_init(scale => 1) AS rolled_back_init \gset
+ROLLBACK;
+SELECT pg_sleep(1);
+SELECT is((SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'storlab job'), :workers_before::bigint,
+          'a rolled-back bench_start or bench_init leaves no worker behind within a second');
+SELECT is((SELECT count(*) FROM storlab.jobs WHERE id IN (:rolled_back, :rolled_back_init)), 0::bigint,
+          'and no job row');
 
 SELECT * FROM finish();

@@ -1,5 +1,5 @@
 -- Jobs: work done by a background worker that holds no snapshot while it
--- runs (see DESIGN.md, "Long work and snapshots"). Callers start a job and
+-- runs (see ARCHITECTURE.md, "The data path of a job"). Callers start a job and
 -- read its rows later, or CALL a procedure that waits while committing.
 CREATE TABLE storlab.jobs (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

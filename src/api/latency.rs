@@ -5,7 +5,7 @@
 
 use pgrx::prelude::*;
 
-use super::probe::{invalid, required, Failure};
+use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
 use crate::report::latency::{self, Merged};
 
 /// The stored histograms of `ids` in `table`; an id with no row is an error.
@@ -22,7 +22,8 @@ fn histograms(table: &str, what: &str, ids: &[i64]) -> Vec<Vec<u8>> {
         .map(|r| Ok((r.get::<i64>(1)?.unwrap_or(0), r.get::<Vec<u8>>(2)?)))
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
-    .unwrap_or_else(|e| error!("could not read storlab.{table}: {e}"));
+    .map_err(spi("reading stored histograms"))
+    .or_raise();
     let mut missing: Vec<i64> = ids
         .iter()
         .copied()
@@ -32,8 +33,8 @@ fn histograms(table: &str, what: &str, ids: &[i64]) -> Vec<Vec<u8>> {
     missing.dedup();
     if !missing.is_empty() {
         let list: Vec<String> = missing.iter().map(i64::to_string).collect();
-        Failure::new(
-            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+        Error::new(
+            SqlState::UndefinedObject,
             format!("no stored {what} with id {}", list.join(", ")),
         )
         .raise();
@@ -42,11 +43,8 @@ fn histograms(table: &str, what: &str, ids: &[i64]) -> Vec<Vec<u8>> {
     rows.into_iter().filter_map(|(_, h)| h).collect()
 }
 
-fn rows(
-    percentiles: &[f64],
-    merged: Result<Merged, String>,
-) -> Vec<(f64, Option<f64>, i64)> {
-    let merged = merged.unwrap_or_else(|e| invalid(e).raise());
+fn rows(percentiles: &[f64], merged: Result<Merged, String>) -> Vec<(f64, Option<f64>, i64)> {
+    let merged = merged.map_err(invalid).or_raise();
     percentiles
         .iter()
         .zip(merged.values)
@@ -79,7 +77,10 @@ fn probe_latency(
     let ids = required(probe_ids, "probe_ids");
     let percentiles = percentile_list(percentiles);
     let blobs = histograms("probes", "probe", &ids);
-    TableIterator::new(rows(&percentiles, latency::probe_percentiles(&blobs, &percentiles)))
+    TableIterator::new(rows(
+        &percentiles,
+        latency::probe_percentiles(&blobs, &percentiles),
+    ))
 }
 
 /// Transaction latency percentiles (milliseconds) of the given benchmark
@@ -101,5 +102,8 @@ fn run_latency(
     let ids = required(run_ids, "run_ids");
     let percentiles = percentile_list(percentiles);
     let blobs = histograms("bench_runs", "run", &ids);
-    TableIterator::new(rows(&percentiles, latency::run_percentiles(&blobs, &percentiles)))
+    TableIterator::new(rows(
+        &percentiles,
+        latency::run_percentiles(&blobs, &percentiles),
+    ))
 }

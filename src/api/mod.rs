@@ -1,41 +1,16 @@
-//! The SQL surface: `#[pg_extern]` wrappers, argument checks, SQLSTATEs.
-//! Everything else is delegated to the pure core.
-
-/// Lets a type with FromDatum + IntoDatum be a #[pg_extern] argument and
-/// return value with the given SQL type name (pgrx maps neither `name` nor
-/// `regclass` itself).
-macro_rules! impl_datum_abi {
-    ($ty:ty, $sql:literal) => {
-        unsafe impl<'fcx> pgrx::callconv::ArgAbi<'fcx> for $ty {
-            unsafe fn unbox_arg_unchecked(arg: pgrx::callconv::Arg<'_, 'fcx>) -> Self {
-                let index = arg.index();
-                unsafe { arg.unbox_arg_using_from_datum() }
-                    .unwrap_or_else(|| panic!("argument {index} must not be null"))
-            }
-        }
-
-        unsafe impl pgrx::callconv::BoxRet for $ty {
-            unsafe fn box_into<'fcx>(
-                self,
-                fcinfo: &mut pgrx::callconv::FcInfo<'fcx>,
-            ) -> pgrx::datum::Datum<'fcx> {
-                match pgrx::IntoDatum::into_datum(self) {
-                    Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
-                    None => fcinfo.return_null(),
-                }
-            }
-        }
-
-        pgrx::impl_sql_translatable!($ty, $sql);
-    };
-}
+//! The SQL surface: `#[pg_extern]` wrappers that parse their arguments into
+//! a typed request, call an operation (`crate::ops`) and return its rows.
+//! Every function runs behind `SET search_path = pg_catalog, pg_temp`.
 
 pub mod bench;
 pub mod latency;
-pub mod name;
 pub mod probe;
-pub mod probe_args;
-pub mod regclass;
 pub mod relocate;
 pub mod suite;
 pub mod tablespaces;
+
+/// An interval argument in microseconds (months and days counted as 30
+/// days and 24 hours, as PostgreSQL's own interval arithmetic does).
+pub fn interval_micros(i: &pgrx::datum::Interval) -> i64 {
+    i64::try_from(i.as_micros()).unwrap_or(i64::MAX)
+}

@@ -4,7 +4,7 @@
 //! driven from one would stop HOT pruning and vacuum for minutes and bias the
 //! very TPS it measures. So a job runs in a background worker that holds no
 //! snapshot while pgbench runs: it opens short transactions only to read its
-//! job, check for a cancel and store results (DESIGN.md, "Long work").
+//! job, check for a cancel and store results (ARCHITECTURE.md).
 //!
 //! Life of a job: the caller inserts a `storlab.jobs` row (status 'queued')
 //! and starts a worker with the job's id. The worker waits until the row is
@@ -15,36 +15,17 @@
 //! (pg_terminate_backend, a server shutdown) and the postmaster's death stop
 //! it the same way; if the worker itself is killed, the kernel kills pgbench.
 
-pub mod conninfo;
-pub mod process;
 mod run;
 
-use std::time::{Duration, Instant};
-
 use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::PgTryBuilder;
 use pgrx::prelude::*;
 
 use crate::ops::identity::{as_owner, pinned};
-
-/// Starting a worker for a committed-or-about-to-commit job row.
-pub fn launch(job_id: i64) -> Result<(), String> {
-    // SAFETY: reads the backend's database and user ids.
-    let (db, role) = unsafe { (pg_sys::MyDatabaseId, pg_sys::GetUserId()) };
-    pgrx::bgworkers::BackgroundWorkerBuilder::new(&format!("storlab job {job_id}"))
-        .set_type("storlab job")
-        .set_library("storlab")
-        .set_function("storlab_job_main")
-        .set_argument(job_id.into_datum())
-        .set_extra(&format!("{} {}", u32::from(db), u32::from(role)))
-        .enable_spi_access()
-        .set_restart_time(None)
-        .load_dynamic()
-        .map(|_| ())
-        .map_err(|e| format!("{e:?}"))
-}
+use crate::request::job::JobArgs;
 
 /// The worker's entry point (named in launch()).
 #[pg_guard]
@@ -55,20 +36,33 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
         return;
     };
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let mut ids = BackgroundWorker::get_extra()
-        .split(' ')
-        .filter_map(|s| s.parse::<u32>().ok());
+    // "database role creator": oids, and the creating transaction's xid8
+    let extra = BackgroundWorker::get_extra();
+    let mut ids = extra.split(' ').filter_map(|s| s.parse::<u64>().ok());
     let (Some(db), Some(role)) = (ids.next(), ids.next()) else {
         return;
     };
+    let (db, role) = (db as u32, role as u32);
+    let creator = ids.next();
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(db.into()), Some(role.into()));
 
-    let Some(job) = wait_for_job(job_id) else {
-        return;
+    let Some(row) = wait_for_job(job_id, creator) else {
+        return; // the creating transaction rolled back: there is no job
     };
-    if job.status != "queued" {
+    if row.status != "queued" {
         return; // cancelled before it started
     }
+    let args = match JobArgs::from_json(&row.args) {
+        Ok(args) => args,
+        Err(e) => return finish(job_id, "failed", Some(e)),
+    };
+    let job = Job {
+        id: job_id,
+        status: row.status,
+        args,
+        database: row.database,
+        role: row.role,
+    };
     bookkeeping(|| {
         Spi::run_with_args(
             "UPDATE storlab.jobs SET status = 'running', worker_pid = pg_catalog.pg_backend_pid(), started_at = pg_catalog.clock_timestamp()
@@ -92,6 +86,10 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
         Err(run::JobEnd::Stopped(why)) => ("cancelled", Some(why)),
         Err(run::JobEnd::Failed(why)) => ("failed", Some(why)),
     };
+    finish(job_id, status, error);
+}
+
+fn finish(job_id: i64, status: &str, error: Option<String>) {
     bookkeeping(|| {
         Spi::run_with_args(
             "UPDATE storlab.jobs SET status = $2, error = coalesce($3, error), finished_at = pg_catalog.clock_timestamp()
@@ -118,20 +116,47 @@ fn error_text(e: &pg_sys::panic::CaughtError) -> String {
 /// A job as the worker reads it.
 pub struct Job {
     pub id: i64,
-    pub kind: String,
     pub status: String,
-    pub args: serde_json::Value,
+    pub args: JobArgs,
     pub database: String,
     pub role: String,
 }
 
-/// The job row appears when the launching transaction commits; a row that
-/// never appears (the caller rolled back) ends the worker after a minute.
-fn wait_for_job(job_id: i64) -> Option<Job> {
+/// The job's row as stored.
+struct Row {
+    status: String,
+    args: serde_json::Value,
+    database: String,
+    role: String,
+}
+
+/// The job row appears when the creating transaction commits. The worker
+/// asks after that transaction (its xid8, passed by the launcher) while it
+/// waits: one that rolled back, or committed without the row (a rolled-back
+/// savepoint), ends the worker at once, so that a rolled-back job never
+/// holds a worker slot. Without a creator to ask, it waits a minute.
+fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
-        if let Some(job) = bookkeeping(|| read_job(job_id)) {
-            return Some(job);
+        let (row, creator_status) = bookkeeping(|| {
+            let row = read_job(job_id)?;
+            let status = match creator {
+                Some(xid) => Spi::get_one_with_args::<String>(
+                    "SELECT pg_catalog.pg_xact_status($1::text::xid8)",
+                    &[xid.to_string().into()],
+                )?,
+                None => None,
+            };
+            Ok((row, status))
+        });
+        if row.is_some() {
+            return row;
+        }
+        if matches!(
+            creator_status.as_deref(),
+            Some("aborted") | Some("committed")
+        ) {
+            return None;
         }
         if !BackgroundWorker::wait_latch(Some(Duration::from_millis(50))) {
             return None;
@@ -140,23 +165,21 @@ fn wait_for_job(job_id: i64) -> Option<Job> {
     None
 }
 
-fn read_job(job_id: i64) -> Result<Option<Job>, pgrx::spi::Error> {
+fn read_job(job_id: i64) -> Result<Option<Row>, pgrx::spi::Error> {
     Spi::connect(|c| {
         let mut rows = c.select(
-            "SELECT kind, status, args, database::text, role::text FROM storlab.jobs WHERE id = $1",
+            "SELECT status, args, database::text, role::text FROM storlab.jobs WHERE id = $1",
             None,
             &[job_id.into()],
         )?;
         let Some(r) = rows.next() else {
             return Ok(None);
         };
-        Ok(Some(Job {
-            id: job_id,
-            kind: r.get(1)?.unwrap_or_default(),
-            status: r.get(2)?.unwrap_or_default(),
-            args: r.get::<pgrx::JsonB>(3)?.map(|j| j.0).unwrap_or_default(),
-            database: r.get(4)?.unwrap_or_default(),
-            role: r.get(5)?.unwrap_or_default(),
+        Ok(Some(Row {
+            status: r.get(1)?.unwrap_or_default(),
+            args: r.get::<pgrx::JsonB>(2)?.map(|j| j.0).unwrap_or_default(),
+            database: r.get(3)?.unwrap_or_default(),
+            role: r.get(4)?.unwrap_or_default(),
         }))
     })
 }

@@ -9,10 +9,13 @@ use pgrx::bgworkers::BackgroundWorker;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use super::process::{self, Outcome};
 use super::{as_caller, bookkeeping, stop_requested, Job};
-use crate::api::name::Name;
-use crate::pgbench::{self, BenchOptions, Connection, InitOptions, Protocol};
+use crate::ops::server::{data_dir, hostname, system_identifier};
+use crate::pgbench::process::{self, Outcome};
+use crate::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
+use crate::request::bench::{BenchInit, BenchRun, MoveIndexes};
+use crate::request::job::JobSpec;
+use crate::sqltypes::Name;
 
 pub enum JobEnd {
     Stopped(String),
@@ -21,11 +24,10 @@ pub enum JobEnd {
 
 pub fn run(job: &Job) -> Result<(), JobEnd> {
     let dir = RunDir::new(run_dir(job.id));
-    match job.kind.as_str() {
-        "bench_init" => init(job, &dir.0),
-        "bench" => bench(job, &dir.0),
-        "move_indexes" => move_indexes(job, &dir.0),
-        other => Err(JobEnd::Failed(format!("unknown job kind {other}"))),
+    match &job.args.spec {
+        JobSpec::BenchInit(r) => init(job, r, &dir.0),
+        JobSpec::Bench(r) => bench(job, r, &dir.0),
+        JobSpec::MoveIndexes(r) => move_indexes(job, r, &dir.0),
     }
 }
 
@@ -49,7 +51,7 @@ impl Drop for RunDir {
 /// Logs and scripts go in pg_default's temp folder, named like PostgreSQL's
 /// own temp files so that a restart removes whatever a crash left.
 fn run_dir(job_id: i64) -> PathBuf {
-    crate::api::tablespaces::data_dir()
+    data_dir()
         .join("base/pgsql_tmp")
         // job ids are per database, the folder is per server: the pid keeps them apart
         .join(format!(
@@ -90,8 +92,8 @@ fn connection(job: &Job) -> Connection {
         dbname: job.database.clone(),
     };
     // storlab.conninfo as the caller had it (checked when the job started)
-    if let Some(conninfo) = arg_str(job, "conninfo") {
-        if let Ok(Some(passfile)) = super::conninfo::apply(&mut conn, conninfo) {
+    if let Some(c) = &job.args.conninfo {
+        if let Ok(Some(passfile)) = conninfo::apply(&mut conn, c) {
             // SAFETY: the worker is single-threaded; its children inherit this
             unsafe { std::env::set_var("PGPASSFILE", passfile) };
         }
@@ -99,35 +101,30 @@ fn connection(job: &Job) -> Connection {
     conn
 }
 
-fn arg_i32(job: &Job, key: &str, default: i32) -> i32 {
-    job.args
-        .get(key)
-        .and_then(|v| v.as_i64())
-        .map_or(default, |v| v as i32)
-}
-
-fn arg_str<'a>(job: &'a Job, key: &str) -> Option<&'a str> {
-    job.args.get(key).and_then(|v| v.as_str())
-}
-
 fn run_pgbench(
     job: &Job,
     args: &[std::ffi::OsString],
     dir: &Path,
     deadline: Duration,
-) -> Result<String, JobEnd> {
+) -> Result<Output, JobEnd> {
     run_program(job, &pgbench_path(), args, dir, deadline)
 }
 
-/// Runs a client program of the server's own bin folder for the job; its
-/// stdout, or why it failed (its stderr) or was stopped.
+/// What a finished client program printed.
+struct Output {
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs a client program of the server's own bin folder for the job; what
+/// it printed, or why it failed (its stderr) or was stopped.
 fn run_program(
     job: &Job,
     program: &Path,
     args: &[std::ffi::OsString],
     dir: &Path,
     deadline: Duration,
-) -> Result<String, JobEnd> {
+) -> Result<Output, JobEnd> {
     std::fs::create_dir_all(dir)
         .map_err(|e| JobEnd::Failed(format!("cannot create {}: {e}", dir.display())))?;
     let out = process::run(program, args, dir, deadline, &mut || stop_requested(job.id))
@@ -135,7 +132,7 @@ fn run_program(
     let stdout = std::fs::read_to_string(dir.join("stdout")).unwrap_or_default();
     let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
     match out {
-        Outcome::Exited(s) if s.success() => Ok(stdout),
+        Outcome::Exited(s) if s.success() => Ok(Output { stdout, stderr }),
         Outcome::Exited(s) => Err(JobEnd::Failed(format!(
             "{} exited with {}: {}",
             program.file_name().unwrap_or_default().to_string_lossy(),
@@ -147,17 +144,29 @@ fn run_program(
     }
 }
 
-fn init(job: &Job, dir: &Path) -> Result<(), JobEnd> {
-    let mut o = InitOptions::new(arg_i32(job, "scale", 10), &job.database);
-    o.fillfactor = Some(arg_i32(job, "fillfactor", 100));
-    o.tablespace = arg_str(job, "tablespace").map(String::from);
-    o.index_tablespace = arg_str(job, "index_tablespace").map(String::from);
-    o.partitions = arg_i32(job, "partitions", 0);
+fn init(job: &Job, r: &BenchInit, dir: &Path) -> Result<(), JobEnd> {
+    let mut o = InitOptions::new(r.scale, &job.database);
+    o.fillfactor = Some(r.fillfactor);
+    o.tablespace = r.tablespace.clone();
+    o.index_tablespace = r.index_tablespace.clone();
+    o.partitions = r.partitions;
     o.connection = connection(job);
     let args = o.args().map_err(|e| JobEnd::Failed(e.to_string()))?;
     std::fs::create_dir_all(dir).map_err(|e| JobEnd::Failed(e.to_string()))?;
     // std::fs paths: pgbench -i writes nothing there but its output
-    run_pgbench(job, &args, dir, Duration::from_secs(24 * 3600))?;
+    let out = run_pgbench(job, &args, dir, Duration::from_secs(24 * 3600))?;
+    // how long each step of pgbench -i took, from its last stderr line
+    if let Ok(Some(t)) = pgbench::parse_init_timings(&out.stderr) {
+        let steps: serde_json::Map<String, serde_json::Value> = t
+            .steps
+            .into_iter()
+            .map(|(step, s)| (step, s.into()))
+            .collect();
+        store_detail(
+            job,
+            serde_json::json!({ "init_total_s": t.total_s, "init_steps_s": steps }),
+        );
+    }
     // storlab's insert-append script appends to a table of its own, made
     // by the caller beside pgbench's tables (in the schema pgbench -i chose;
     // the DDL names no function, and runs as the caller)
@@ -248,26 +257,9 @@ fn statements() -> Option<serde_json::Value> {
     .map(|j| j.0)
 }
 
-fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
-    let opts = job.args.get("options").cloned().unwrap_or_default();
-    let script = arg_str(job, "script").unwrap_or("tpcb-like").to_string();
-    let duration_s = job
-        .args
-        .get("duration_s")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(60.0)
-        .ceil() as i32;
-    // Writing every transaction to the log costs pgbench about 2.5 % of its
-    // TPS at 28 000 TPS (measured on the lab, bare pgbench with and without
-    // --log). Read-only scripts that run that fast log one in ten unless told
-    // otherwise: their percentiles still rest on tens of thousands of samples.
-    let sampling_rate =
-        opts.get("sampling_rate")
-            .and_then(|v| v.as_f64())
-            .or(match script.as_str() {
-                "select-only" | "index-lookup" => Some(0.1),
-                _ => None,
-            });
+fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
+    let duration_s = r.duration_s as i32;
+    let sampling_rate = r.sampling_rate();
 
     let schema = pgbench_schema()?;
     let accounts = format!("{schema}.pgbench_accounts").replace('\'', "''");
@@ -279,29 +271,20 @@ fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
                                WHERE option_name = 'fillfactor'), 100)",
         ))
     });
-    let mut o = BenchOptions::new(&script, &job.database, dir);
+    let mut o = BenchOptions::new(&r.script, &job.database, dir);
     o.scale = scale;
-    o.clients = arg_i32(job, "clients", 8);
-    o.jobs = arg_i32(job, "jobs", 2);
+    o.clients = r.clients;
+    o.jobs = r.jobs;
     o.duration_s = duration_s;
-    o.protocol = opts
-        .get("protocol")
-        .and_then(|v| v.as_str())
-        .map(Protocol::parse)
-        .transpose()
-        .map_err(|e| JobEnd::Failed(e.to_string()))?
-        .unwrap_or(Protocol::Simple);
-    o.rate_tps = opts.get("rate").and_then(|v| v.as_f64());
+    o.protocol = r.options.protocol();
+    o.rate_tps = r.options.rate;
     // pgbench's own progress lines land in the job's stderr file; the stored
     // per-second rows come from the transaction log either way
-    o.progress_s = opts
-        .get("progress_interval")
-        .and_then(|v| v.as_i64())
-        .map(|p| p as i32);
+    o.progress_s = r.options.progress_interval.map(|p| p as i32);
     o.log = true;
     o.sampling_rate = sampling_rate;
     o.log_prefix = "tx".into();
-    o.no_vacuum = !opts.get("vacuum").and_then(|v| v.as_bool()).unwrap_or(true);
+    o.no_vacuum = !r.options.vacuum.unwrap_or(true);
     o.connection = connection(job);
     o.prepare_run_dir()
         .map_err(|e| JobEnd::Failed(e.to_string()))?;
@@ -309,11 +292,7 @@ fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
 
     // The state the run starts from: a checkpoint, so that one run does not
     // pay for the previous one's dirty buffers; the layout; the settings.
-    if opts
-        .get("checkpoint_before")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true)
-    {
+    if r.options.checkpoint_before.unwrap_or(true) {
         // as the caller: bench_start refused the option for a role that
         // may not checkpoint (superuser or pg_checkpoint)
         as_caller(|| Spi::run("CHECKPOINT"));
@@ -339,7 +318,26 @@ fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
     let before = counters();
     let statements_before = statements();
     // pgbench's own vacuum and start-up come before the timed run; allow them a minute
-    let stdout = run_pgbench(job, &args, dir, Duration::from_secs(duration_s as u64 + 60))?;
+    let out = run_pgbench(job, &args, dir, Duration::from_secs(duration_s as u64 + 60))?;
+    let stdout = out.stdout;
+    // pgbench's own progress lines (with progress_interval) and warnings
+    if let Ok(report) = pgbench::parse_stderr(&out.stderr) {
+        let progress: Vec<serde_json::Value> = report
+            .progress
+            .iter()
+            .map(|p| {
+                serde_json::json!({ "t_s": p.t_s, "tps": p.tps, "lat_avg_ms": p.lat_avg_ms,
+                    "lat_stddev_ms": p.lat_stddev_ms, "failed": p.failed, "lag_ms": p.lag_ms,
+                    "skipped": p.skipped })
+            })
+            .collect();
+        if !progress.is_empty() || !report.messages.is_empty() {
+            store_detail(
+                job,
+                serde_json::json!({ "pgbench_progress": progress, "pgbench_messages": report.messages }),
+            );
+        }
+    }
     let after = counters();
     let statements_after = statements();
 
@@ -432,6 +430,16 @@ fn bench(job: &Job, dir: &Path) -> Result<(), JobEnd> {
     Ok(())
 }
 
+/// Adds facts of the run to `storlab.jobs.detail`.
+fn store_detail(job: &Job, detail: serde_json::Value) {
+    bookkeeping(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.jobs SET detail = coalesce(detail, '{}') || $2 WHERE id = $1",
+            &[job.id.into(), JsonB(detail).into()],
+        )
+    });
+}
+
 /// Statements that must run at top level (REINDEX ... CONCURRENTLY cannot run
 /// in a transaction block, so not through SPI) go over a client connection.
 fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Result<String, JobEnd> {
@@ -455,7 +463,7 @@ fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Result<String, J
     args.push(format!("--dbname=dbname={}", conninfo_quote(&conn.dbname)).into());
     args.push("-c".into());
     args.push(sql.into());
-    run_program(job, &psql, &args, dir, Duration::from_secs(24 * 3600))
+    run_program(job, &psql, &args, dir, Duration::from_secs(24 * 3600)).map(|o| o.stdout)
 }
 
 /// A value in a libpq connection string: single-quoted, \ and ' escaped.
@@ -464,20 +472,18 @@ fn conninfo_quote(v: &str) -> String {
 }
 
 fn wal_position() -> Option<i64> {
-    as_caller(|| Spi::get_one::<i64>("SELECT (pg_catalog.pg_current_wal_insert_lsn() - '0/0')::int8"))
+    as_caller(|| {
+        Spi::get_one::<i64>("SELECT (pg_catalog.pg_current_wal_insert_lsn() - '0/0')::int8")
+    })
 }
 
 /// Rebuilds each index of a table in the target tablespace with
 /// REINDEX (TABLESPACE ...) INDEX CONCURRENTLY, so that writes go on during
 /// the move, and records each in storlab.relocations. When a rebuild fails,
 /// its invalid leftover (the `_ccnew` index) is dropped before the job fails.
-fn move_indexes(job: &Job, dir: &Path) -> Result<(), JobEnd> {
-    let relation = job
-        .args
-        .get("relation")
-        .and_then(|v| v.as_i64())
-        .unwrap_or(0);
-    let to = arg_str(job, "tablespace").unwrap_or_default().to_string();
+fn move_indexes(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> {
+    let relation = r.relation as i64;
+    let to = r.tablespace.clone();
     let conn = connection(job);
     let quoted_ts = as_caller(|| {
         Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[to.clone().into()])
@@ -503,9 +509,10 @@ fn move_indexes(job: &Job, dir: &Path) -> Result<(), JobEnd> {
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
         })
     });
-    let batch =
-        bookkeeping(|| Spi::get_one::<i64>("SELECT pg_catalog.nextval('storlab.relocation_batches')"))
-            .unwrap_or(0);
+    let batch = bookkeeping(|| {
+        Spi::get_one::<i64>("SELECT pg_catalog.nextval('storlab.relocation_batches')")
+    })
+    .unwrap_or(0);
     for (oid, name, from, bytes) in indexes {
         let sql = format!("REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {name}");
         let wal0 = wal_position();
@@ -535,8 +542,8 @@ fn move_indexes(job: &Job, dir: &Path) -> Result<(), JobEnd> {
                     wal.into(),
                     sql.clone().into(),
                     Name(job.role.clone()).into(),
-                    crate::api::probe::system_identifier().into(),
-                    crate::api::probe::hostname().into(),
+                    system_identifier().into(),
+                    hostname().into(),
                 ],
             )
         });

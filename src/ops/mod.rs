@@ -1,5 +1,14 @@
-//! Operations: what storlab does, under an explicit identity. The SQL
-//! functions (`api`) and the background worker (`jobs`) both use them;
-//! neither imports the other.
+//! Operations: what storlab does, each under an explicit identity (the
+//! caller, or the extension's owner for storlab's own rows, see
+//! `identity`). The SQL functions (`api`) and the background worker
+//! (`jobs`) both use them; neither imports the other.
 
+pub mod error;
 pub mod identity;
+pub mod jobs;
+pub mod probe;
+pub mod relocate;
+pub mod server;
+pub mod settings;
+pub mod suite;
+pub mod targets;

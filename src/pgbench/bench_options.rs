@@ -87,8 +87,6 @@ pub struct BenchOptions {
     pub log: bool,
     /// Log only this fraction of transactions, in (0, 1].
     pub sampling_rate: Option<f64>,
-    /// Write one line per interval and thread instead of one per transaction.
-    pub aggregate_interval_s: Option<i32>,
     /// File name prefix of the logs: letters, digits, `_` and `-`.
     pub log_prefix: String,
     /// Absolute path of a folder that does not exist yet; see the module
@@ -114,7 +112,6 @@ impl BenchOptions {
             progress_s: None,
             log: false,
             sampling_rate: None,
-            aggregate_interval_s: None,
             log_prefix: "pgbench_log".to_string(),
             run_dir: run_dir.into(),
             no_vacuum: false,
@@ -164,26 +161,6 @@ impl BenchOptions {
                 return Err(invalid(
                     "sampling rate needs the transaction log (log = true)",
                 ));
-            }
-        }
-        if let Some(a) = self.aggregate_interval_s {
-            check_range("aggregate interval", a, 1, max)?;
-            if !self.log {
-                return Err(invalid(
-                    "aggregate interval needs the transaction log (log = true)",
-                ));
-            }
-            if self.sampling_rate.is_some() {
-                return Err(invalid(
-                    "sampling rate and aggregate interval cannot be combined (pgbench refuses it)",
-                ));
-            }
-            if self.duration_s % a != 0 {
-                // pgbench refuses this too: the last interval would be cut.
-                return Err(invalid(format!(
-                    "duration ({}) must be a multiple of the aggregate interval ({a})",
-                    self.duration_s
-                )));
             }
         }
         check_log_prefix(&self.log_prefix)?;
@@ -254,13 +231,9 @@ impl BenchOptions {
             if let Some(s) = self.sampling_rate {
                 args.push(format!("--sampling-rate={s}").into());
             }
-            if let Some(a) = self.aggregate_interval_s {
-                args.push(format!("--aggregate-interval={a}").into());
-            }
         }
-        // Without it, pgbench 15 writes 0 in the aggregate log's failure
-        // columns even when transactions fail, and only "failed" in the
-        // per-transaction log. With it, both logs say which kind.
+        // Without it, pgbench 15 writes only "failed" in the per-transaction
+        // log; with it, the log and the summary say which kind.
         args.push("--failures-detailed".into());
         if self.no_vacuum {
             args.push("--no-vacuum".into());
@@ -414,13 +387,11 @@ mod tests {
         let mut o = opts("Update-HOT");
         o.scale = Some(50);
         o.log = true;
-        o.aggregate_interval_s = Some(1);
-        o.log_prefix = "agg".into();
+        o.log_prefix = "tx".into();
         let args = strings(&o);
         assert_eq!(args[0], "--file=/tmp/storlab-run-1/update-hot.sql");
         assert_eq!(args[1], "--scale=50");
-        assert!(args.contains(&"--aggregate-interval=1".to_string()));
-        assert!(args.contains(&"--log-prefix=/tmp/storlab-run-1/agg".to_string()));
+        assert!(args.contains(&"--log-prefix=/tmp/storlab-run-1/tx".to_string()));
         assert!(!args.iter().any(|a| a.starts_with("--sampling-rate")));
         assert_eq!(
             o.script_path(),
@@ -458,7 +429,7 @@ mod tests {
     #[test]
     fn out_of_range_values_are_refused() {
         type Edit = fn(&mut BenchOptions);
-        let cases: [(Edit, &str); 17] = [
+        let cases: [(Edit, &str); 13] = [
             (|o| o.clients = 0, "clients must be in range 1.."),
             (|o| o.clients = -4, "got -4"),
             (|o| o.jobs = 0, "jobs must be in range 1.."),
@@ -502,33 +473,6 @@ mod tests {
                 "sampling rate must be in (0, 1]",
             ),
             (|o| o.sampling_rate = Some(0.5), "needs the transaction log"),
-            (
-                |o| o.aggregate_interval_s = Some(1),
-                "needs the transaction log",
-            ),
-            (
-                |o| {
-                    o.log = true;
-                    o.aggregate_interval_s = Some(1);
-                    o.sampling_rate = Some(0.5)
-                },
-                "cannot be combined",
-            ),
-            (
-                |o| {
-                    o.log = true;
-                    o.duration_s = 3;
-                    o.aggregate_interval_s = Some(2)
-                },
-                "duration (3) must be a multiple of the aggregate interval (2)",
-            ),
-            (
-                |o| {
-                    o.log = true;
-                    o.aggregate_interval_s = Some(0)
-                },
-                "aggregate interval must be in range",
-            ),
         ];
         for (edit, want) in cases {
             let mut o = opts("select-only");

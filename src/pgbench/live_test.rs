@@ -110,14 +110,11 @@ fn live_init_and_every_script() {
         assert!(p.lat_p50_ms <= p.lat_p99_ms && p.lat_p99_ms <= p.lat_max_ms);
     }
 
-    // An aggregated, rate-limited run: every row is there and the failure
-    // columns are filled.
-    let mut o = BenchOptions::new("select-only", "unused", tmp.path().join("agg"));
+    // A rate-limited run: the failure columns of the summary are filled.
+    let mut o = BenchOptions::new("select-only", "unused", tmp.path().join("rate"));
     o.connection = connection();
     o.duration_s = 3;
     o.rate_tps = Some(200.0);
-    o.log = true;
-    o.aggregate_interval_s = Some(1);
     o.prepare_run_dir().unwrap();
     let out = pgbench(&o.args().unwrap());
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -127,8 +124,5 @@ fn live_init_and_every_script() {
         Some(0),
         "--failures-detailed was passed"
     );
-    let rows = read_agg_logs(&o.run_dir, &o.log_prefix, 1).unwrap();
-    assert_eq!(rows.len(), 3);
-    let logged: u64 = rows.iter().map(|r| r.transactions).sum();
-    assert!(logged as i64 <= summary.transactions.unwrap());
+    assert!(summary.transactions.unwrap() > 0);
 }

@@ -6,9 +6,7 @@ use std::fs;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use super::agg_log::{merge_intervals, AggLog};
 use super::error::PgbenchError;
-use super::interval::IntervalRow;
 use super::tx_log::{TxLogFormat, TxLogStats};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,20 +128,6 @@ pub fn read_tx_logs(
     Ok(total)
 }
 
-/// Reads every aggregated log of the run in `dir` and merges the threads
-/// into one row per interval (see `agg_log::merge_intervals`).
-pub fn read_agg_logs(
-    dir: &Path,
-    prefix: &str,
-    interval_s: u64,
-) -> Result<Vec<IntervalRow>, PgbenchError> {
-    let logs = require_some(list_log_files(dir, prefix)?, dir, prefix)?
-        .iter()
-        .map(|f| AggLog::read(open(&f.path)?).map_err(|e| in_file(&f.path, e)))
-        .collect::<Result<Vec<_>, _>>()?;
-    merge_intervals(&logs, interval_s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,14 +192,6 @@ mod tests {
     }
 
     #[test]
-    fn real_agg_logs_merge_across_threads() {
-        let rows = read_agg_logs(&testdata_dir().join("tpcb_agg_rate"), "pgbench_log", 1).unwrap();
-        assert_eq!(rows.len(), 4);
-        assert_eq!(rows[1].transactions, 251 + 238);
-        assert_eq!(rows[1].tps, 489.0);
-    }
-
-    #[test]
     fn mixed_or_incomplete_folders_are_refused() {
         let tmp = TempDir::new("log-dir");
         let line = "0 1 100 0 1795325499 10\n";
@@ -239,7 +215,7 @@ mod tests {
             e.contains("no pgbench log files named nothing.<pid>"),
             "{e}"
         );
-        let e = read_agg_logs(&tmp.path().join("gone"), "lg", 1).unwrap_err();
+        let e = read_tx_logs(&tmp.path().join("gone"), "lg", PLAIN).unwrap_err();
         assert!(matches!(e, PgbenchError::Io { .. }), "{e:?}");
     }
 
@@ -259,8 +235,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("lg.7.1: line 1: expected 6 fields"), "{e}");
-        let e = read_agg_logs(tmp.path(), "lg", 1).unwrap_err().to_string();
-        assert!(e.contains("lg.7: line 1: expected 15 fields"), "{e}");
     }
 }
 

@@ -14,20 +14,21 @@
 //!   for a run and for `pgbench --initialize`.
 //! - `summary`: the summary on stdout.
 //! - `stderr`: progress lines, error messages, initialisation timings.
-//! - `tx_log`, `agg_log`: the per-transaction and the aggregated log;
-//!   `log_dir` finds a run's per-thread files and merges them.
-//! - `interval`: the per-interval row both logs produce.
+//! - `tx_log`: the per-transaction log; `log_dir` finds a run's
+//!   per-thread files and merges them.
+//! - `interval`: the per-second row a run's timeline is made of.
 //! - `tx_histogram`: latency histogram (µs in, ms out) with percentiles
 //!   and a bytea encoding.
 //! - `error`: `PgbenchError`.
 
-mod agg_log;
 mod bench_options;
 mod connection;
+pub mod conninfo;
 mod error;
 mod init_options;
 mod interval;
 mod log_dir;
+pub mod process;
 pub mod scripts;
 mod stderr;
 mod summary;
@@ -39,13 +40,12 @@ mod live_test;
 #[cfg(test)]
 mod test_support;
 
-pub use agg_log::{merge_intervals, parse_agg_line, AggLog, AggRecord};
 pub use bench_options::{BenchOptions, Protocol};
 pub use connection::Connection;
 pub use error::PgbenchError;
 pub use init_options::{InitOptions, PartitionMethod};
 pub use interval::IntervalRow;
-pub use log_dir::{list_log_files, read_agg_logs, read_tx_logs, LogFile};
+pub use log_dir::{list_log_files, read_tx_logs, LogFile};
 pub use scripts::{Script, ScriptSource, APPEND_TABLE_DDL, APPEND_TABLE_NAME};
 pub use stderr::{parse_init_timings, parse_stderr, InitTimings, ProgressRow, StderrReport};
 pub use summary::{parse_summary, Summary};

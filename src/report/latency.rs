@@ -100,8 +100,12 @@ mod tests {
     #[test]
     fn percentiles_out_of_range_and_garbage_are_refused() {
         assert!(check_percentiles(&[]).unwrap_err().contains("at least one"));
-        assert!(check_percentiles(&[0.0]).unwrap_err().contains("greater than 0"));
-        assert!(check_percentiles(&[100.5]).unwrap_err().contains("at most 100"));
+        assert!(check_percentiles(&[0.0])
+            .unwrap_err()
+            .contains("greater than 0"));
+        assert!(check_percentiles(&[100.5])
+            .unwrap_err()
+            .contains("at most 100"));
         assert!(check_percentiles(&[f64::NAN]).is_err());
         assert!(probe_percentiles(&[vec![1, 2, 3]], &[50.0]).is_err());
     }

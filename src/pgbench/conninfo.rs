@@ -5,7 +5,7 @@
 //! server's endpoint and credentials are accepted: a job never benchmarks
 //! another database or server than the one its caller is in.
 
-use crate::pgbench::Connection;
+use super::Connection;
 
 pub const KEYS: [&str; 4] = ["host", "port", "user", "passfile"];
 

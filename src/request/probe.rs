@@ -1,9 +1,10 @@
-//! Checks on probe arguments, with the allowed range in every message.
-//! Pure (no PostgreSQL) so that the limits are covered by plain #[test]s; the
-//! caller turns an Err into ERROR 22023 invalid_parameter_value.
+//! A probe request, checked once, with the allowed range in every message
+//! (22023 invalid_parameter_value); the suites' fixed workloads; the
+//! checks of the suites' own arguments. Pure: plain #[test]s cover every limit.
 
 use std::time::Duration;
 
+use crate::error::{invalid, Result};
 use crate::probe::{SyncMethod, Workload};
 
 pub const MAX_BLOCK_SIZE: i64 = 1024 * 1024;
@@ -30,43 +31,43 @@ pub struct ProbeArgs {
     pub sync: SyncMethod,
 }
 
-pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs, String> {
-    let workload: Workload = raw.workload.parse().map_err(|e: String| e)?;
+pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
+    let workload: Workload = raw.workload.parse().map_err(invalid)?;
     if raw.block_size <= 0 || raw.block_size % 512 != 0 || raw.block_size > MAX_BLOCK_SIZE {
-        return Err(format!(
+        return Err(invalid(format!(
             "block_size must be a multiple of 512 between 512 and {MAX_BLOCK_SIZE} bytes, not {}",
             raw.block_size
-        ));
+        )));
     }
     if raw.duration_us <= 0 || raw.duration_us as u128 > max_duration.as_micros() {
-        return Err(format!(
+        return Err(invalid(format!(
             "duration must be positive and at most storlab.max_probe_duration ({} s), not {} s",
             max_duration.as_secs(),
             raw.duration_us as f64 / 1e6
-        ));
+        )));
     }
     if !(1..=MAX_WORKERS).contains(&raw.workers) {
-        return Err(format!(
+        return Err(invalid(format!(
             "workers must be between 1 and {MAX_WORKERS}, not {}",
             raw.workers
-        ));
+        )));
     }
     if raw.file_size < raw.block_size * raw.workers {
-        return Err(format!(
+        return Err(invalid(format!(
             "file_size must be at least block_size * workers ({} bytes), not {}",
             raw.block_size * raw.workers,
             raw.file_size
-        ));
+        )));
     }
     let sync = match raw.sync_method {
         None => workload.default_sync(),
         Some(s) => {
-            let m: SyncMethod = s.parse().map_err(|e: String| e)?;
+            let m: SyncMethod = s.parse().map_err(invalid)?;
             if !workload.is_write() && m != SyncMethod::None {
-                return Err(format!(
+                return Err(invalid(format!(
                     "sync_method {s} applies to write workloads only; {} reads",
                     workload.as_str()
-                ));
+                )));
             }
             m
         }
@@ -79,6 +80,38 @@ pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs, St
         file_size: raw.file_size as u64,
         sync,
     })
+}
+
+/// A suite's duration per workload: positive and at most
+/// storlab.max_probe_duration.
+pub fn suite_duration(duration_us: i64, max_duration: Duration) -> Result<Duration> {
+    if duration_us <= 0 || duration_us as u128 > max_duration.as_micros() {
+        return Err(invalid(format!(
+            "duration must be positive and at most storlab.max_probe_duration ({} s), not {} s",
+            max_duration.as_secs(),
+            duration_us as f64 / 1e6
+        )));
+    }
+    Ok(Duration::from_micros(duration_us as u64))
+}
+
+/// profile()'s worker counts: at least one, each within 1..=MAX_WORKERS.
+pub fn worker_counts(workers: &[Option<i32>]) -> Result<Vec<usize>> {
+    if workers.is_empty() {
+        return Err(invalid(
+            "workers must list at least one worker count, e.g. '{1,4,8}'",
+        ));
+    }
+    workers
+        .iter()
+        .map(|w| match w {
+            Some(w) if (1..=MAX_WORKERS).contains(&(*w as i64)) => Ok(*w as usize),
+            other => Err(invalid(format!(
+                "every element of workers must be between 1 and {MAX_WORKERS}, not {}",
+                other.map_or("NULL".to_string(), |w| w.to_string())
+            ))),
+        })
+        .collect()
 }
 
 /// Scratch file size for the suites (profile, compare_tablespaces): at most
@@ -128,7 +161,7 @@ mod tests {
 
     #[test]
     fn each_limit_names_its_range() {
-        let e = |r: RawProbeArgs| check(&r, MAX).unwrap_err();
+        let e = |r: RawProbeArgs| check(&r, MAX).unwrap_err().message;
         assert!(e(RawProbeArgs {
             block_size: 1000,
             ..raw()
@@ -198,6 +231,35 @@ mod tests {
             MAX,
         );
         assert_eq!(a.unwrap().sync, SyncMethod::OpenDatasync);
+    }
+
+    #[test]
+    fn suite_arguments_are_checked() {
+        assert_eq!(
+            suite_duration(2_000_000, MAX).unwrap(),
+            Duration::from_secs(2)
+        );
+        assert!(suite_duration(0, MAX)
+            .unwrap_err()
+            .message
+            .contains("positive"));
+        assert!(suite_duration(301_000_000, MAX)
+            .unwrap_err()
+            .message
+            .contains("300 s"));
+        assert_eq!(worker_counts(&[Some(1), Some(4)]).unwrap(), vec![1, 4]);
+        assert!(worker_counts(&[])
+            .unwrap_err()
+            .message
+            .contains("at least one"));
+        assert!(worker_counts(&[Some(1), None])
+            .unwrap_err()
+            .message
+            .contains("NULL"));
+        assert!(worker_counts(&[Some(65)])
+            .unwrap_err()
+            .message
+            .contains("between 1 and 64"));
     }
 
     #[test]

@@ -1,0 +1,120 @@
+//! storlab's one error type: a message with the SQLSTATE it is raised with.
+//! Pure Rust, so that request checks in the core say which SQLSTATE they
+//! mean; `ops::error` turns an `Error` into `ereport(ERROR)` in one place.
+
+use std::fmt;
+
+/// The SQLSTATEs storlab raises itself (PostgreSQL's own errors, raised
+/// inside SPI, keep theirs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlState {
+    /// 22023
+    InvalidParameterValue,
+    /// 22004
+    NullValueNotAllowed,
+    /// 42704
+    UndefinedObject,
+    /// 42P01
+    UndefinedTable,
+    /// 3F000
+    InvalidSchemaName,
+    /// 42501
+    InsufficientPrivilege,
+    /// 55P03
+    LockNotAvailable,
+    /// 55006: another storlab job already uses the object
+    ObjectInUse,
+    /// 53100
+    DiskFull,
+    /// 53400
+    ConfigurationLimitExceeded,
+    /// 57014
+    QueryCanceled,
+    /// 58030
+    IoError,
+    /// XX000: a bug of ours, never a user's mistake
+    Internal,
+}
+
+impl SqlState {
+    pub fn code(self) -> &'static str {
+        match self {
+            SqlState::InvalidParameterValue => "22023",
+            SqlState::NullValueNotAllowed => "22004",
+            SqlState::UndefinedObject => "42704",
+            SqlState::UndefinedTable => "42P01",
+            SqlState::InvalidSchemaName => "3F000",
+            SqlState::InsufficientPrivilege => "42501",
+            SqlState::LockNotAvailable => "55P03",
+            SqlState::ObjectInUse => "55006",
+            SqlState::DiskFull => "53100",
+            SqlState::ConfigurationLimitExceeded => "53400",
+            SqlState::QueryCanceled => "57014",
+            SqlState::IoError => "58030",
+            SqlState::Internal => "XX000",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    pub state: SqlState,
+    pub message: String,
+    /// Figures that vary from run to run go here, so the message stays stable.
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(state: SqlState, message: impl Into<String>) -> Self {
+        Error {
+            state,
+            message: message.into(),
+            detail: None,
+            hint: None,
+        }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// 22023, the error of a request that fails its checks.
+pub fn invalid(message: impl Into<String>) -> Error {
+    Error::new(SqlState::InvalidParameterValue, message)
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)?;
+        if let Some(d) = &self.detail {
+            write!(f, " ({d})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_postgresqls() {
+        assert_eq!(SqlState::InvalidParameterValue.code(), "22023");
+        assert_eq!(SqlState::LockNotAvailable.code(), "55P03");
+        assert_eq!(SqlState::ObjectInUse.code(), "55006");
+        let e = invalid("scale must be at least 1").with_detail("got 0");
+        assert_eq!(e.to_string(), "scale must be at least 1 (got 0)");
+    }
+}

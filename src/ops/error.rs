@@ -1,0 +1,77 @@
+//! The one place a storlab [`Error`] becomes `ereport(ERROR)`, and the
+//! mapping of pgrx's SPI errors into it. PostgreSQL's own errors raised
+//! inside a query (42501, 55P03, ...) never pass through here: they unwind
+//! with their own SQLSTATE.
+
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+use pgrx::PgLogLevel;
+
+pub use crate::error::{invalid, Error, Result, SqlState};
+
+fn pg_code(state: SqlState) -> PgSqlErrorCode {
+    use PgSqlErrorCode::*;
+    match state {
+        SqlState::InvalidParameterValue => ERRCODE_INVALID_PARAMETER_VALUE,
+        SqlState::NullValueNotAllowed => ERRCODE_NULL_VALUE_NOT_ALLOWED,
+        SqlState::UndefinedObject => ERRCODE_UNDEFINED_OBJECT,
+        SqlState::UndefinedTable => ERRCODE_UNDEFINED_TABLE,
+        SqlState::InvalidSchemaName => ERRCODE_INVALID_SCHEMA_NAME,
+        SqlState::InsufficientPrivilege => ERRCODE_INSUFFICIENT_PRIVILEGE,
+        SqlState::LockNotAvailable => ERRCODE_LOCK_NOT_AVAILABLE,
+        SqlState::ObjectInUse => ERRCODE_OBJECT_IN_USE,
+        SqlState::DiskFull => ERRCODE_DISK_FULL,
+        SqlState::ConfigurationLimitExceeded => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+        SqlState::QueryCanceled => ERRCODE_QUERY_CANCELED,
+        SqlState::IoError => ERRCODE_IO_ERROR,
+        SqlState::Internal => ERRCODE_INTERNAL_ERROR,
+    }
+}
+
+/// Raises `e` as an ERROR with its SQLSTATE, detail and hint.
+pub fn raise(e: Error) -> ! {
+    let mut report = ErrorReport::new(pg_code(e.state), e.message, "storlab");
+    if let Some(detail) = e.detail {
+        report = report.set_detail(detail);
+    }
+    if let Some(hint) = e.hint {
+        report = report.set_hint(hint);
+    }
+    report.report(PgLogLevel::ERROR);
+    unreachable!("ereport(ERROR) does not return")
+}
+
+/// `result.or_raise()`: the value, or the error raised.
+pub trait OrRaise<T> {
+    fn or_raise(self) -> T;
+}
+
+impl<T> OrRaise<T> for Result<T> {
+    fn or_raise(self) -> T {
+        self.unwrap_or_else(|e| raise(e))
+    }
+}
+
+/// pgrx's SPI errors are misuses of the SPI interface (a query that
+/// returned no row where one was certain, a column of another type): bugs
+/// of ours, named as such with what was being done.
+pub fn spi(what: &str) -> impl FnOnce(pgrx::spi::Error) -> Error + '_ {
+    move |e| Error::new(SqlState::Internal, format!("storlab: {what}: {e}"))
+}
+
+/// A SQL argument that must not be NULL (22004).
+pub fn required<T>(value: Option<T>, what: &str) -> T {
+    value.unwrap_or_else(|| {
+        raise(Error::new(
+            SqlState::NullValueNotAllowed,
+            format!("{what} must not be NULL"),
+        ))
+    })
+}
+
+impl Error {
+    /// Raises this error (see [`raise`]).
+    pub fn raise(self) -> ! {
+        raise(self)
+    }
+}

@@ -1,0 +1,220 @@
+//! Jobs from the caller's side: starting one (its row, written as the
+//! extension's owner, and a background worker that runs it as the caller),
+//! cancelling one (with pg_cancel_backend's rule for who may), its status.
+//! The worker itself is `crate::jobs`.
+
+use pgrx::datum::JsonB;
+use pgrx::prelude::*;
+
+use super::error::{invalid, spi, Error, OrRaise, SqlState};
+use super::identity::{self, as_owner};
+use super::settings;
+use crate::pgbench::conninfo;
+use crate::request::bench::RunOptions;
+use crate::request::job::{JobArgs, JobSpec};
+use crate::sqltypes::Name;
+
+/// Starts the worker of a job row this transaction has just inserted.
+fn launch(job_id: i64) -> Result<(), String> {
+    // SAFETY: reads the backend's database and user ids.
+    let (db, role) = unsafe { (pg_sys::MyDatabaseId, pg_sys::GetUserId()) };
+    // the worker asks after this transaction: gone with a rollback, the job
+    // must not keep a worker waiting for a row that will never appear
+    let creator = Spi::get_one::<String>("SELECT pg_catalog.pg_current_xact_id()::text")
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    pgrx::bgworkers::BackgroundWorkerBuilder::new(&format!("storlab job {job_id}"))
+        .set_type("storlab job")
+        .set_library("storlab")
+        .set_function("storlab_job_main")
+        .set_argument(job_id.into_datum())
+        .set_extra(&format!("{} {} {creator}", u32::from(db), u32::from(role)))
+        .enable_spi_access()
+        .set_restart_time(None)
+        .load_dynamic()
+        .map(|_| ())
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// Marks jobs whose worker is gone (a crash, a restart) as failed, so that
+/// nobody waits for them forever.
+pub fn sweep_dead_jobs() {
+    as_owner(|| {
+        Spi::run(
+            "UPDATE storlab.jobs SET status = 'failed', finished_at = pg_catalog.clock_timestamp(),
+                    error = 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
+              WHERE (status IN ('running', 'cancelling')
+                     AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = worker_pid))
+                 OR (status = 'queued' AND created_at < pg_catalog.clock_timestamp() - interval '2 minutes')",
+        )
+    })
+    .map_err(spi("checking storlab.jobs"))
+    .or_raise();
+}
+
+pub fn tablespace_must_exist(ts: &Option<Name>) {
+    if let Some(ts) = ts {
+        let found = Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_tablespace WHERE spcname = $1)",
+            &[ts.clone().into()],
+        );
+        if found != Ok(Some(true)) {
+            // checked here: pgbench -i drops the old tables before it notices
+            Error::new(
+                SqlState::UndefinedObject,
+                format!("tablespace \"{ts}\" does not exist"),
+            )
+            .raise();
+        }
+    }
+}
+
+/// Inserts the job row and starts its worker, which waits until the
+/// caller's transaction commits and the row becomes visible. Returns the id.
+pub fn start(spec: JobSpec) -> i64 {
+    sweep_dead_jobs();
+    // the worker does not see this session's settings: carry the value along
+    let conninfo = settings::conninfo();
+    if let Some(c) = &conninfo {
+        conninfo::parse(c).map_err(invalid).or_raise();
+    }
+    let kind = spec.kind();
+    let args = JobArgs { spec, conninfo }.to_json();
+    // the role the job runs as: read before switching to the owner
+    let role = identity::caller();
+    let id = as_owner(|| {
+        Spi::get_one_with_args::<i64>(
+            "INSERT INTO storlab.jobs (kind, args, role) VALUES ($1, $2, $3) RETURNING id",
+            &[kind.into(), JsonB(args).into(), Name(role).into()],
+        )
+    })
+    .map_err(spi("creating the job"))
+    .or_raise()
+    .expect("RETURNING id");
+    if let Err(e) = launch(id) {
+        Error::new(
+            SqlState::ConfigurationLimitExceeded,
+            format!("could not start a background worker for the job: {e}"),
+        )
+        .with_detail("max_worker_processes may be too low for the workers already running.")
+        .raise();
+    }
+    id
+}
+
+/// A run starts from a CHECKPOINT, run as the caller: only a superuser or
+/// a member of pg_checkpoint may. Unless the caller asked for it, a role
+/// that may not checkpoint runs without one, and the stored options say so;
+/// asking for one without the privilege is refused.
+pub fn checkpoint_option(mut options: RunOptions) -> RunOptions {
+    let may = Spi::get_one::<bool>(
+        "SELECT r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'pg_checkpoint', 'USAGE')
+           FROM pg_catalog.pg_roles r WHERE r.oid = pg_catalog.to_regrole(current_user)",
+    ) == Ok(Some(true));
+    match options.checkpoint_before {
+        Some(true) if !may => Error::new(
+            SqlState::InsufficientPrivilege,
+            "checkpoint_before needs the privilege to run CHECKPOINT",
+        )
+        .with_detail("Only superusers and members of pg_checkpoint may run CHECKPOINT.")
+        .raise(),
+        Some(_) => {}
+        None => options.checkpoint_before = Some(may),
+    }
+    options
+}
+
+/// The rule pg_cancel_backend applies to sessions: a role may stop the jobs
+/// of roles whose privileges it has (its own), a member of
+/// pg_signal_backend those of any role but a superuser, a superuser all.
+fn may_cancel(job_id: i64) -> Result<(), Error> {
+    let role = as_owner(|| {
+        Spi::get_one_with_args::<String>(
+            "SELECT role::text FROM storlab.jobs WHERE id = $1",
+            &[job_id.into()],
+        )
+    })
+    .ok()
+    .flatten();
+    let Some(role) = role else {
+        return Ok(()); // no such job: cancel() answers false
+    };
+    let me = identity::current_user();
+    let allowed = match identity::role_oid(&role) {
+        _ if identity::is_superuser(me) => true,
+        None => false, // the role was dropped: superusers only
+        Some(owner) => {
+            identity::has_privs_of(owner)
+                || (!identity::is_superuser(owner)
+                    && identity::has_privs_of(pg_sys::Oid::from(pg_sys::ROLE_PG_SIGNAL_BACKEND)))
+        }
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(Error::new(SqlState::InsufficientPrivilege,
+            format!("permission denied to cancel storlab job {job_id}"),
+        )
+        .with_detail(format!(
+            "Only roles with the privileges of role \"{role}\", which started it, may cancel it (or members of pg_signal_backend, unless that role is a superuser)."
+        )))
+    }
+}
+
+/// Asks a queued or running job to stop; true if it was still going. Its
+/// worker stops pgbench (the whole process group) within a second or two.
+///
+/// Besides marking the row, the worker is signalled directly: the caller's
+/// transaction may never commit (CALL storlab.wait cancels the job from an
+/// error handler, and the error then rolls the UPDATE back), yet the job
+/// must stop.
+pub fn cancel(job_id: i64) -> bool {
+    may_cancel(job_id).unwrap_or_else(|f| f.raise());
+    let worker = as_owner(|| {
+        Spi::get_one_with_args::<i32>(
+            "SELECT j.worker_pid FROM storlab.jobs j
+               JOIN pg_catalog.pg_stat_activity a ON a.pid = j.worker_pid AND a.backend_type = 'storlab job'
+              WHERE j.id = $1 AND j.status IN ('running', 'cancelling')",
+            &[job_id.into()],
+        )
+    })
+    .ok()
+    .flatten();
+    let marked = as_owner(|| {
+        Spi::get_one_with_args::<bool>(
+            "WITH c AS (
+               UPDATE storlab.jobs
+                  SET status = CASE status WHEN 'queued' THEN 'cancelled' ELSE 'cancelling' END,
+                      finished_at = CASE status WHEN 'queued' THEN pg_catalog.clock_timestamp() END,
+                      error = CASE status WHEN 'queued' THEN 'cancelled with storlab.cancel() before it started' END
+                WHERE id = $1 AND status IN ('queued', 'running')
+                RETURNING 1)
+             SELECT EXISTS (SELECT FROM c)",
+            &[job_id.into()],
+        )
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(false);
+    if let Some(pid) = worker {
+        // SAFETY: signals a storlab job worker of this server (checked above);
+        // its SIGTERM handler only sets a flag and its latch.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    marked
+}
+
+/// A job's status and error, for storlab.wait(); no row when there is no such job.
+pub fn status(job_id: i64) -> Option<(String, Option<String>)> {
+    sweep_dead_jobs();
+    let row = as_owner(|| {
+        Spi::get_two_with_args::<String, String>(
+            "SELECT status, error FROM storlab.jobs WHERE id = $1",
+            &[job_id.into()],
+        )
+    });
+    match row {
+        Ok((Some(status), error)) => Some((status, error)),
+        _ => None,
+    }
+}

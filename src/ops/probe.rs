@@ -1,0 +1,267 @@
+//! One measured probe: free-space check, the pure engine in `crate::probe`
+//! (its threads do the I/O; this, the backend's only PostgreSQL thread,
+//! polls for cancel), and the stored row, written as the extension's owner.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use pgrx::datum::JsonB;
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::prelude::*;
+use pgrx::AllocatedByRust;
+
+use super::error::{invalid, spi, Error, OrRaise, SqlState};
+use super::identity::as_owner;
+use super::server::{hostname, system_identifier};
+use super::settings::min_free_bytes;
+use super::targets::Target;
+use crate::env;
+use crate::probe::{self as engine, ProbeError, ProbeSpec};
+use crate::request::probe::ProbeArgs;
+use crate::sqltypes::Name;
+
+/// Scratch folders this backend has written to. A backend that leaves through
+/// FATAL (pg_terminate_backend, a fast shutdown) exits without unwinding, so
+/// the engine's guards never run: an exit callback removes our files instead.
+static SCRATCH_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C-unwind" fn remove_scratch_at_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    if let Ok(dirs) = SCRATCH_DIRS.lock() {
+        for dir in dirs.iter() {
+            let _ = engine::remove_own(dir);
+        }
+    }
+}
+
+fn remember_scratch_dir(dir: &std::path::Path) {
+    let mut dirs = SCRATCH_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    if dirs.is_empty() {
+        // SAFETY: registers a plain function once per backend, from its main thread.
+        unsafe { pg_sys::before_shmem_exit(Some(remove_scratch_at_exit), pg_sys::Datum::from(0)) };
+    }
+    if !dirs.iter().any(|d| d == dir) {
+        dirs.push(dir.to_path_buf());
+    }
+}
+
+/// WAL needs room to grow: a probe of pg_wal also leaves max_wal_size free,
+/// since ENOSPC while writing WAL is a PANIC that restarts the whole server.
+fn wal_reserve_bytes() -> u64 {
+    Spi::get_one::<i64>(
+        "SELECT pg_catalog.pg_size_bytes(pg_catalog.current_setting('max_wal_size'))",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(1 << 30)
+    .max(0) as u64
+}
+
+/// Where a probe's scratch file goes: the tablespace's own temp folder (the
+/// postmaster removes `pgsql_tmp*` files there at restart, base backups skip
+/// them, and DROP TABLESPACE is never blocked by a database folder of ours).
+/// The WAL folder has none: the file goes in pg_wal itself and stale ones are
+/// removed at the next probe.
+pub fn scratch_dir(target: &Target) -> PathBuf {
+    match target.kind {
+        "wal" => target.folder.clone(),
+        _ => target.folder.join("pgsql_tmp"),
+    }
+}
+
+pub fn facts_json(target: &Target) -> serde_json::Value {
+    match env::facts(&target.folder) {
+        Ok(f) => serde_json::json!({
+            "kind": target.kind,
+            "location": f.location,
+            "fs_type": f.fs_type,
+            "mount_point": f.mount_point,
+            "mount_options": f.mount_options,
+            "device": f.device,
+            "rotational": f.rotational,
+            "fs_bytes": f.fs_bytes,
+            "free_bytes": f.free_bytes,
+            "direct_io": f.direct_io,
+        }),
+        Err(e) => {
+            serde_json::json!({ "kind": target.kind, "location": target.folder, "error": e.to_string() })
+        }
+    }
+}
+
+/// Checks the free space, runs the engine and stores one row; returns its id.
+/// `suite` marks rows of the standard suite ('standard') and of fsync_cost
+/// ('fsync_cost'), so that comparisons never pick up an ad-hoc probe.
+pub fn measure(
+    target: &Target,
+    spec: ProbeSpec,
+    label: Option<&str>,
+    suite: Option<&str>,
+) -> Result<i64, Error> {
+    let dir = scratch_dir(target);
+    let space = env::space::fs_space(&target.folder).map_err(|e| {
+        Error::new(
+            SqlState::IoError,
+            format!(
+                "cannot read the free space of {}: {e}",
+                target.folder.display()
+            ),
+        )
+    })?;
+    let wal_reserve = if target.kind == "wal" {
+        wal_reserve_bytes()
+    } else {
+        0
+    };
+    let need = spec.file_size + min_free_bytes() + wal_reserve;
+    if space.avail_bytes < need {
+        return Err(Error::new(
+            SqlState::DiskFull,
+            format!("not enough free space for a probe on {}", target.name),
+        )
+        .with_detail(format!(
+            "{} bytes free at {}, {} needed: file_size {} + storlab.min_free_bytes {}{}.",
+            space.avail_bytes,
+            target.folder.display(),
+            need,
+            spec.file_size,
+            min_free_bytes(),
+            if wal_reserve > 0 {
+                format!(" + max_wal_size {wal_reserve}")
+            } else {
+                String::new()
+            }
+        )));
+    }
+    // Files of ours whose backend died: the postmaster cleans tablespace temp
+    // folders only at restart, and pg_wal never.
+    let _ = engine::remove_stale(&dir);
+    remember_scratch_dir(&dir);
+
+    let env = facts_json(target);
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    // The engine's threads do the I/O; this (the backend's only PostgreSQL
+    // thread) polls for cancel and statement_timeout. A pending cancel raises
+    // its ERROR right here; the engine's guards stop the workers and remove
+    // the scratch file while that error unwinds.
+    let mut poll = || {
+        pg_sys::check_for_interrupts!();
+        false
+    };
+    let result = engine::run_probe(&spec, &mut poll).map_err(|e| match e {
+        ProbeError::InvalidSpec(m) => invalid(m),
+        ProbeError::DiskFull(m) => Error::new(SqlState::DiskFull, m),
+        ProbeError::Cancelled => Error::new(SqlState::QueryCanceled, "probe cancelled"),
+        e @ ProbeError::Io { .. } => Error::new(
+            SqlState::IoError,
+            format!("probe on {} failed: {e}", target.name),
+        ),
+    })?;
+    for notice in &result.notices {
+        notice!("storlab: {notice}");
+    }
+
+    let h = &result.histogram;
+    let secs = result.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+    let (lat_mean, p50, p90, p99, p999, max) = if h.count() == 0 {
+        (None, None, None, None, None, None)
+    } else {
+        (
+            Some(h.mean_us()),
+            Some(h.percentile_us(50.0)),
+            Some(h.percentile_us(90.0)),
+            Some(h.percentile_us(99.0)),
+            Some(h.percentile_us(99.9)),
+            Some(h.max_us()),
+        )
+    };
+    let histogram = h
+        .to_bytes()
+        .map_err(|e| Error::new(SqlState::Internal, e.to_string()))?;
+    let location = dir.display().to_string();
+    let id = as_owner(|| {
+        Spi::connect_mut(|c| {
+        c.update(
+            "INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method,
+                 writes_per_sync, file_size, duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us,
+                 lat_p90_us, lat_p99_us, lat_p999_us, lat_max_us, histogram, env, label, system_identifier,
+                 hostname, started_at, suite)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+                     $21, $22, $23, $24, $25, pg_catalog.to_timestamp($26), $27)
+             RETURNING id",
+            None,
+            &[
+                Name(target.name.clone()).into(),
+                location.into(),
+                spec.workload.as_str().into(),
+                (spec.block_size as i32).into(),
+                (spec.workers as i32).into(),
+                result.direct.into(),
+                spec.sync.as_str().into(),
+                (spec.writes_per_sync as i32).into(),
+                (spec.file_size as i64).into(),
+                secs.into(),
+                (result.ops as i64).into(),
+                (result.bytes as i64).into(),
+                (result.ops as f64 / secs).into(),
+                (result.bytes as f64 / secs / (1024.0 * 1024.0)).into(),
+                lat_mean.into(),
+                p50.into(),
+                p90.into(),
+                p99.into(),
+                p999.into(),
+                max.into(),
+                histogram.into(),
+                JsonB(env).into(),
+                label.map(str::to_owned).into(),
+                system_identifier().into(),
+                hostname().into(),
+                started.into(),
+                suite.map(str::to_owned).into(),
+            ],
+        )?
+        .first()
+        .get_one::<i64>()
+    })
+    .map_err(spi("storing the probe"))
+    .or_raise()
+    .expect("INSERT ... RETURNING id returns the id")
+    });
+    Ok(id)
+}
+
+pub type ProbeRow = PgHeapTuple<'static, AllocatedByRust>;
+
+/// The stored rows, in id order, as values of the table's row type.
+pub fn fetch_rows(ids: &[i64]) -> Vec<ProbeRow> {
+    as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT p FROM storlab.probes p WHERE p.id = ANY($1) ORDER BY p.id",
+                None,
+                &[ids.to_vec().into()],
+            )?
+            .map(|row| row.get::<ProbeRow>(1).map(|t| t.expect("a stored row")))
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(spi("reading the stored probes"))
+        .or_raise()
+    })
+}
+
+pub fn spec_for(target: &Target, a: &ProbeArgs, direct: bool) -> ProbeSpec {
+    ProbeSpec {
+        dir: scratch_dir(target),
+        workload: a.workload,
+        block_size: a.block_size,
+        duration: a.duration,
+        workers: a.workers,
+        file_size: a.file_size,
+        direct,
+        sync: a.sync,
+        writes_per_sync: 1,
+        rewind: false,
+    }
+}

@@ -1,0 +1,590 @@
+//! Relocation: where relations live (`layout`), and moving them (`move`,
+//! `apply_layout`, `restore_layout`), run as the caller: storlab moves only
+//! what the caller could move by hand. Only the history rows are written as
+//! the extension's owner.
+//!
+//! A call is one transaction: every relation is locked, moved and recorded in
+//! storlab.relocations inside the caller's transaction, so an error or a
+//! cancel leaves every relation where it was and no row behind.
+
+use std::time::{Duration, Instant};
+
+use pgrx::datum::TimestampWithTimeZone;
+use pgrx::heap_tuple::PgHeapTuple;
+use pgrx::prelude::*;
+use pgrx::AllocatedByRust;
+
+use super::error::{invalid, raise, spi, Error, OrRaise, SqlState};
+use super::identity::{as_owner, caller};
+use super::server::{data_dir, hostname, system_identifier};
+use crate::env::allocation;
+use crate::relocate::{note, statement, Kind};
+use crate::sqltypes::{Name, RegClass};
+
+/// A relation as the catalog describes it, with names already quoted by PostgreSQL.
+#[derive(Debug, Clone)]
+struct Rel {
+    oid: pg_sys::Oid,
+    qualified: String,
+    kind: Kind,
+    tablespace: String,
+    bytes: i64,
+    owned: bool,
+}
+
+/// Columns and joins shared by every catalog query here. `tablespace` is
+/// spelled out: reltablespace 0 means the database's default tablespace.
+const REL_SELECT: &str = "
+    SELECT c.oid, format('%I.%I', n.nspname, c.relname), c.relkind::text, n.nspname LIKE 'pg\\_toast%',
+           coalesce(t.spcname, d.spcname)::text,
+           CASE WHEN c.relkind IN ('p', 'I') THEN 0 ELSE pg_catalog.pg_table_size(c.oid) END,
+           pg_catalog.pg_has_role(c.relowner, 'USAGE')
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      LEFT JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
+     CROSS JOIN (SELECT s.spcname FROM pg_catalog.pg_database db
+                   JOIN pg_catalog.pg_tablespace s ON s.oid = db.dattablespace
+                  WHERE db.datname = pg_catalog.current_database()) d";
+
+fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Rel> {
+    let query = format!("{REL_SELECT} {where_order}");
+    Spi::connect(|c| {
+        c.select(query.as_str(), None, &args)?
+            .map(|r| {
+                let relkind: String = r.get(3)?.unwrap_or_default();
+                let in_toast: bool = r.get(4)?.unwrap_or(false);
+                Ok(Rel {
+                    oid: r.get(1)?.expect("oid"),
+                    qualified: r.get(2)?.expect("name"),
+                    kind: Kind::from_relkind(&relkind, in_toast)
+                        .expect("the queries select movable kinds only"),
+                    tablespace: r.get(5)?.expect("tablespace"),
+                    bytes: r.get(6)?.unwrap_or(0),
+                    owned: r.get(7)?.unwrap_or(false),
+                })
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .unwrap_or_else(|e| error!("could not read the catalog: {e}"))
+}
+
+/// Refuses what storlab never moves, with the reason (22023).
+pub fn check_movable(oid: pg_sys::Oid) -> Result<(), Error> {
+    let (name, relkind, nsp, other_temp) = Spi::connect(|c| {
+        let mut r = c.select(
+            "SELECT format('%I.%I', n.nspname, c.relname), c.relkind::text, n.nspname::text,
+                    c.relpersistence = 't' AND c.relnamespace <> pg_catalog.pg_my_temp_schema()
+               FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.oid = $1",
+            None,
+            &[oid.into()],
+        )?;
+        let row = r.next().ok_or(pgrx::spi::Error::InvalidPosition)?;
+        Ok::<_, pgrx::spi::Error>((
+            row.get::<String>(1)?.unwrap_or_default(),
+            row.get::<String>(2)?.unwrap_or_default(),
+            row.get::<String>(3)?.unwrap_or_default(),
+            row.get::<bool>(4)?.unwrap_or(false),
+        ))
+    })
+    .map_err(|_| {
+        Error::new(
+            SqlState::UndefinedTable,
+            format!("relation with oid {oid} does not exist"),
+        )
+    })?;
+    if nsp.starts_with("pg_toast") {
+        let owner = Spi::get_one_with_args::<String>(
+            "SELECT format('%I.%I', n.nspname, c.relname)
+               FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.reltoastrelid IN ($1, (SELECT indrelid FROM pg_catalog.pg_index WHERE indexrelid = $1))",
+            &[oid.into()],
+        )
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "its table".into());
+        return Err(invalid(format!(
+            "TOAST relations move with their table: move {owner} instead"
+        )));
+    }
+    if nsp == "pg_catalog"
+        || nsp == "information_schema"
+        || u32::from(oid) < pg_sys::FirstNormalObjectId
+    {
+        return Err(invalid(format!(
+            "{name} is a system catalog: storlab moves user relations only"
+        )));
+    }
+    if other_temp {
+        return Err(invalid(format!(
+            "{name} is a temporary table of another session"
+        )));
+    }
+    let what = match relkind.as_str() {
+        "r" | "i" | "m" | "p" | "I" => return Ok(()),
+        "S" => "a sequence",
+        "v" => "a view",
+        "f" => "a foreign table",
+        "c" => "a composite type",
+        _ => "not a table",
+    };
+    Err(invalid(format!(
+        "{name} is {what}: storlab moves tables, indexes and materialized views"
+    )))
+}
+
+/// The target tablespace: it exists, is not pg_global, and the caller may
+/// create in it (as ALTER ... SET TABLESPACE demands; the database's default
+/// tablespace needs no grant).
+pub fn check_target(tablespace: &str) -> Result<String, Error> {
+    if tablespace == "pg_global" {
+        return Err(invalid(
+            "relations cannot be moved to pg_global: only shared system catalogs live there",
+        ));
+    }
+    let may = Spi::get_one_with_args::<bool>(
+        "SELECT t.oid = d.dattablespace OR pg_catalog.has_tablespace_privilege(t.oid, 'CREATE')
+           FROM pg_catalog.pg_tablespace t, pg_catalog.pg_database d
+          WHERE t.spcname = $1 AND d.datname = pg_catalog.current_database()",
+        &[Name(tablespace.to_string()).into()],
+    )
+    .unwrap_or(None);
+    match may {
+        None => Err(Error::new(
+            SqlState::UndefinedObject,
+            format!("tablespace \"{tablespace}\" does not exist"),
+        )),
+        Some(false) => Err(Error::new(
+            SqlState::InsufficientPrivilege,
+            format!("permission denied for tablespace {tablespace}"),
+        )),
+        Some(true) => Ok(tablespace.to_string()),
+    }
+}
+
+fn quote_ident(s: &str) -> String {
+    Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[s.into()])
+        .ok()
+        .flatten()
+        .expect("quote_ident of a string")
+}
+
+/// One step of a plan: a relation and where it goes.
+struct Step {
+    rel: Rel,
+    to: String,
+}
+
+/// Relations already where they should be are skipped, not rewritten;
+/// a relation reached twice (an index of a table and of its partition tree) once.
+fn plan(candidates: Vec<(Rel, String)>) -> Vec<Step> {
+    let mut seen = std::collections::HashSet::new();
+    candidates
+        .into_iter()
+        .filter(|(rel, to)| rel.tablespace != *to && seen.insert(rel.oid))
+        .map(|(rel, to)| Step { rel, to })
+        .collect()
+}
+
+/// Waits for ACCESS EXCLUSIVE on `rel` without queueing: it retries a
+/// conditional lock every few milliseconds, so other sessions never line up
+/// behind a waiting request of ours (a queued ACCESS EXCLUSIVE request blocks
+/// every newcomer, readers included). Fails with 55P03 after `timeout`,
+/// naming the backends that hold locks on the relation.
+fn lock(rel: &Rel, timeout: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        // SAFETY: a plain lock-manager call from the backend's thread.
+        if unsafe {
+            pg_sys::ConditionalLockRelationOid(
+                rel.oid,
+                pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
+            )
+        } {
+            return start.elapsed();
+        }
+        if start.elapsed() >= timeout {
+            let holders = Spi::get_one_with_args::<String>(
+                "SELECT string_agg(DISTINCT pid::text, ', ') FROM pg_catalog.pg_locks
+                  WHERE locktype = 'relation' AND relation = $1 AND granted AND pid <> pg_catalog.pg_backend_pid()
+                    AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
+                &[rel.oid.into()],
+            )
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "none any more".into());
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+                format!(
+                    "could not lock {} {} within lock_timeout ({} ms): another session is using it",
+                    rel.kind.as_str(),
+                    rel.qualified,
+                    timeout.as_millis()
+                ),
+                format!("Blocking backend pid(s): {holders}. Nothing was moved.")
+            );
+        }
+        pg_sys::check_for_interrupts!();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+pub type RelocationRow = PgHeapTuple<'static, AllocatedByRust>;
+
+/// Moves (or, in a dry run, describes) every step; one batch, one transaction.
+fn execute(
+    steps: Vec<Step>,
+    lock_timeout: Duration,
+    dry_run: bool,
+    label: Option<&str>,
+) -> Vec<RelocationRow> {
+    for s in &steps {
+        if !s.rel.owned {
+            Error::new(
+                SqlState::InsufficientPrivilege,
+                format!(
+                    "must be owner of {} {}",
+                    s.rel.kind.as_str(),
+                    s.rel.qualified
+                ),
+            )
+            .raise();
+        }
+    }
+    let batch: Option<i64> = if dry_run || steps.is_empty() {
+        None
+    } else {
+        as_owner(|| {
+            Spi::connect_mut(|c| {
+                c.update("SELECT nextval('storlab.relocation_batches')", None, &[])?
+                    .first()
+                    .get_one()
+            })
+            .unwrap_or_else(|e| error!("{e}"))
+        })
+    };
+    // ALTER may need further locks (an index's table): the same limit applies
+    // to them, for this call only; the caller's setting comes back afterwards.
+    let callers_lock_timeout = if dry_run {
+        None
+    } else {
+        let old = Spi::get_one::<String>("SELECT pg_catalog.current_setting('lock_timeout')")
+            .unwrap_or(None);
+        set_lock_timeout(&format!("{}ms", lock_timeout.as_millis().max(1)));
+        old
+    };
+    let moved_by = caller();
+    let mut rows = Vec::with_capacity(steps.len());
+    for s in steps {
+        let sql = statement(s.rel.kind, &s.rel.qualified, &quote_ident(&s.to))
+            .expect("plans hold movable kinds only");
+        let note = note(s.rel.kind, &s.rel.qualified, s.rel.bytes);
+        let (duration, lock_wait, wal) = if dry_run {
+            (None, None, None)
+        } else {
+            let waited = lock(&s.rel, lock_timeout);
+            // SAFETY: reads the WAL insert position; no lock needed for our use.
+            let wal0 = unsafe { pg_sys::GetXLogInsertRecPtr() };
+            let t0 = Instant::now();
+            Spi::run(&sql).unwrap_or_else(|e| error!("{sql}: {e}"));
+            let wal1 = unsafe { pg_sys::GetXLogInsertRecPtr() };
+            (
+                Some(t0.elapsed().as_secs_f64()),
+                Some(waited.as_secs_f64()),
+                Some((wal1 - wal0) as i64),
+            )
+        };
+        let args = vec![
+            batch.into(),
+            s.rel.oid.into(),
+            s.rel.qualified.clone().into(),
+            s.rel.kind.as_str().into(),
+            Name(s.rel.tablespace.clone()).into(),
+            Name(s.to.clone()).into(),
+            s.rel.bytes.into(),
+            duration.into(),
+            lock_wait.into(),
+            wal.into(),
+            sql.into(),
+            label.map(str::to_owned).into(),
+            note.into(),
+            system_identifier().into(),
+            hostname().into(),
+            Name(moved_by.clone()).into(),
+        ];
+        let query = if dry_run {
+            // The plan: the same row, not stored (no id, batch or time).
+            "SELECT ROW(NULL, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, NULL, $12, $13, $14, $15)::storlab.relocations"
+        } else {
+            "INSERT INTO storlab.relocations AS r (batch_id, relation, relation_name, kind, from_tablespace,
+                 to_tablespace, bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at,
+                 label, note, system_identifier, hostname)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, clock_timestamp(), $12, $13, $14, $15)
+             RETURNING r"
+        };
+        let row = as_owner(|| {
+            Spi::connect_mut(|c| {
+                c.update(query, None, &args)?
+                    .first()
+                    .get_one::<RelocationRow>()
+            })
+            .unwrap_or_else(|e| error!("could not record the move of {}: {e}", s.rel.qualified))
+            .expect("one row")
+        });
+        rows.push(row);
+    }
+    if let Some(old) = callers_lock_timeout {
+        set_lock_timeout(&old);
+    }
+    rows
+}
+
+fn set_lock_timeout(value: &str) {
+    Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.set_config('lock_timeout', $1, true)",
+        &[value.into()],
+    )
+    .unwrap_or_else(|e| error!("could not set lock_timeout: {e}"));
+}
+
+/// Every relation of a move request, with where it should go.
+fn move_candidates(root: pg_sys::Oid, to: &str, with_indexes: bool) -> Vec<(Rel, String)> {
+    let root_rel = rels("WHERE c.oid = $1", vec![root.into()]);
+    let Some(root_rel) = root_rel.into_iter().next() else {
+        return vec![];
+    };
+    // the relation itself, or for partitioned ones every member of the tree
+    let mut members = match root_rel.kind {
+        Kind::PartitionedTable | Kind::PartitionedIndex => rels(
+            "JOIN pg_catalog.pg_partition_tree($1) p ON p.relid = c.oid ORDER BY p.level, c.relname",
+            vec![root.into()],
+        ),
+        _ => vec![root_rel],
+    };
+    if with_indexes {
+        let tables: Vec<pg_sys::Oid> = members
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.kind,
+                    Kind::Table | Kind::MaterializedView | Kind::PartitionedTable
+                )
+            })
+            .map(|r| r.oid)
+            .collect();
+        members.extend(rels(
+            "JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid WHERE i.indrelid = ANY($1) ORDER BY c.relname",
+            vec![tables.into()],
+        ));
+    }
+    members.into_iter().map(|r| (r, to.to_string())).collect()
+}
+
+/// Moves a table (its TOAST goes along) and, with `with_indexes`, its indexes;
+/// an index; a materialized view and its indexes; or a partitioned table's
+/// every partition (and their indexes) and its default for future partitions.
+pub fn move_relation(
+    relation: pg_sys::Oid,
+    tablespace: &str,
+    with_indexes: bool,
+    timeout: Duration,
+    dry_run: bool,
+) -> Vec<RelocationRow> {
+    check_movable(relation).or_raise();
+    let to = check_target(tablespace).or_raise();
+    let steps = plan(move_candidates(relation, &to, with_indexes));
+    execute(steps, timeout, dry_run, None)
+}
+
+/// "Data here, indexes there" in one call: every table, partitioned table and
+/// materialized view of a schema to `tables_tablespace`, every index to
+/// `indexes_tablespace`; NULL leaves that part where it is.
+pub fn apply_layout(
+    tables_tablespace: Option<Name>,
+    indexes_tablespace: Option<Name>,
+    schema: Name,
+    timeout: Duration,
+    dry_run: bool,
+) -> Vec<RelocationRow> {
+    if tables_tablespace.is_none() && indexes_tablespace.is_none() {
+        raise(invalid(
+            "nothing to do: give tables_tablespace, indexes_tablespace or both",
+        ));
+    }
+    let schema_exists = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
+        &[schema.clone().into()],
+    );
+    if schema_exists != Ok(Some(true)) {
+        Error::new(
+            SqlState::InvalidSchemaName,
+            format!("schema \"{schema}\" does not exist"),
+        )
+        .raise();
+    }
+    if matches!(schema.as_str(), "pg_catalog" | "information_schema")
+        || schema.as_str().starts_with("pg_toast")
+    {
+        invalid(format!(
+            "{schema} holds system catalogs: storlab moves user relations only"
+        ))
+        .raise();
+    }
+    let mut candidates = Vec::new();
+    for (ts, kinds) in [
+        (tables_tablespace, "'r', 'm', 'p'"),
+        (indexes_tablespace, "'i', 'I'"),
+    ] {
+        let Some(ts) = ts else { continue };
+        let to = check_target(ts.as_str()).or_raise();
+        let found = rels(
+            &format!(
+                "WHERE n.nspname = $1 AND c.relkind IN ({kinds}) AND c.relpersistence <> 't' ORDER BY c.relkind, c.relname"
+            ),
+            vec![schema.clone().into()],
+        );
+        candidates.extend(found.into_iter().map(|r| (r, to.clone())));
+    }
+    execute(plan(candidates), timeout, dry_run, None)
+}
+
+/// Moves every relation that storlab moved since `at` back to where it was
+/// at `at`. A relation is restored only while it is still the one that was
+/// moved: the same oid, name and kind. One dropped since, or whose oid now
+/// belongs to another relation, is skipped with a NOTICE.
+pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<RelocationRow> {
+    // the first move after `at` tells where each relation was at `at`
+    let wanted: Vec<(pg_sys::Oid, String, String, String)> = as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT DISTINCT ON (relation) relation, relation_name, kind, from_tablespace::text
+               FROM storlab.relocations
+              WHERE moved_at > $1 AND system_identifier = $2
+              ORDER BY relation, moved_at, id",
+                None,
+                &[at.into(), system_identifier().into()],
+            )?
+            .map(|r| {
+                Ok((
+                    r.get(1)?.expect("oid"),
+                    r.get(2)?.expect("name"),
+                    r.get(3)?.expect("kind"),
+                    r.get(4)?.expect("tablespace"),
+                ))
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+        .unwrap_or_else(|e| error!("could not read storlab.relocations: {e}"))
+    });
+    let mut candidates = Vec::new();
+    for (oid, name, kind, from) in wanted {
+        match same_relation(oid, &name, &kind) {
+            Ok(()) => {
+                let rel = rels("WHERE c.oid = $1", vec![oid.into()])
+                    .pop()
+                    .expect("checked just now");
+                let to = check_target(&from).or_raise();
+                candidates.push((rel, to));
+            }
+            Err(why) => notice!("storlab: {name} {why}; nothing to restore"),
+        }
+    }
+    let label = format!("restore_layout since {at}");
+    execute(plan(candidates), timeout, false, Some(&label))
+}
+
+/// Is the relation with this oid still the one storlab moved? Oids are
+/// reused after a drop, so the oid alone may name an unrelated relation.
+fn same_relation(oid: pg_sys::Oid, name: &str, kind: &str) -> Result<(), String> {
+    let now = Spi::connect(|c| {
+        let mut rows = c.select(
+            "SELECT format('%I.%I', n.nspname, c.relname), c.relkind::text, n.nspname LIKE 'pg\\_toast%'
+               FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.oid = $1",
+            None,
+            &[oid.into()],
+        )?;
+        let Some(r) = rows.next() else {
+            return Ok(None);
+        };
+        Ok::<_, pgrx::spi::Error>(Some((
+            r.get::<String>(1)?.unwrap_or_default(),
+            r.get::<String>(2)?.unwrap_or_default(),
+            r.get::<bool>(3)?.unwrap_or(false),
+        )))
+    })
+    .unwrap_or_else(|e| error!("could not read the catalog: {e}"));
+    let Some((now_name, relkind, in_toast)) = now else {
+        return Err("was dropped since it was moved".into());
+    };
+    let now_kind = Kind::from_relkind(&relkind, in_toast).map(Kind::as_str);
+    if now_name != name || now_kind != Some(kind) {
+        return Err(format!(
+            "is no longer the relation that was moved: its oid now belongs to {now_name} ({})",
+            now_kind.unwrap_or("a relation storlab does not move")
+        ));
+    }
+    Ok(())
+}
+
+/// Every table, index, TOAST table and index, materialized view, partitioned
+/// table and index of one schema (or every user schema): where it lives and
+/// how much it holds, logically and on the filesystem.
+pub type LayoutRow = (RegClass, String, Option<RegClass>, Name, i64, i64);
+
+pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
+    let data = data_dir();
+    let rows = Spi::connect(|c| {
+        c.select(
+            "WITH owners AS (           -- user tables, partitioned tables, materialized views
+               SELECT c.oid, c.relkind, c.reltoastrelid,
+                      (SELECT i.inhparent FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid) AS parent
+                 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                WHERE c.relkind IN ('r', 'm', 'p')
+                  AND CASE WHEN $1::name IS NULL
+                           THEN n.nspname NOT IN ('pg_catalog', 'information_schema')
+                                AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
+                           ELSE n.nspname = $1 END
+             ), members AS (
+               SELECT oid, parent FROM owners
+               UNION ALL SELECT i.indexrelid, i.indrelid FROM pg_catalog.pg_index i JOIN owners o ON o.oid = i.indrelid
+               UNION ALL SELECT reltoastrelid, oid FROM owners WHERE reltoastrelid <> 0
+               UNION ALL SELECT i.indexrelid, i.indrelid FROM pg_catalog.pg_index i
+                           JOIN owners o ON o.reltoastrelid = i.indrelid
+             )
+             SELECT m.oid, c.relkind::text, n.nspname LIKE 'pg\\_toast%', m.parent,
+                    coalesce(t.spcname, d.spcname)::text, pg_catalog.pg_relation_filepath(m.oid)
+               FROM members m
+               JOIN pg_catalog.pg_class c ON c.oid = m.oid
+               JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+               LEFT JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
+              CROSS JOIN (SELECT s.spcname FROM pg_catalog.pg_database db
+                            JOIN pg_catalog.pg_tablespace s ON s.oid = db.dattablespace
+                           WHERE db.datname = pg_catalog.current_database()) d
+              ORDER BY n.nspname LIKE 'pg\\_toast%', n.nspname, c.relname",
+            None,
+            &[schema_name.into()],
+        )?
+        .map(|r| {
+            let relkind: String = r.get(2)?.unwrap_or_default();
+            let kind = Kind::from_relkind(&relkind, r.get(3)?.unwrap_or(false)).expect("selected kinds");
+            let path: Option<String> = r.get(6)?;
+            // relation files are read straight from disk: sizes include what
+            // the filesystem really allocates, which SQL cannot see
+            let (logical, allocated) = path.map_or((0, 0), |p| allocation::relation_bytes(&data.join(p)));
+            Ok((
+                RegClass(r.get(1)?.expect("oid")),
+                kind.as_str().to_string(),
+                r.get::<pg_sys::Oid>(4)?.map(RegClass),
+                Name(r.get(5)?.expect("tablespace")),
+                logical as i64,
+                allocated as i64,
+            ))
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the catalog"))
+    .or_raise();
+    rows
+}

@@ -1,0 +1,41 @@
+//! Facts about this server that every stored row carries, so that results
+//! gathered from many servers can still be told apart.
+
+use std::ffi::CStr;
+use std::path::PathBuf;
+
+use pgrx::prelude::*;
+
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+pub fn system_identifier() -> i64 {
+    // SAFETY: reads the control file copy in shared memory, set at startup.
+    unsafe { pg_sys::GetSystemIdentifier() as i64 }
+}
+
+pub fn data_dir() -> PathBuf {
+    // SAFETY: DataDir is set by the postmaster before any backend runs SQL.
+    PathBuf::from(
+        unsafe { CStr::from_ptr(pg_sys::DataDir) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// `PG_15_202209061`: the folder a tablespace location holds for this server
+/// version (TABLESPACE_VERSION_DIRECTORY in PostgreSQL's catalog.h).
+pub fn version_dir() -> String {
+    format!(
+        "PG_{}_{}",
+        pg_sys::PG_MAJORVERSION.to_string_lossy(),
+        pg_sys::CATALOG_VERSION_NO
+    )
+}
