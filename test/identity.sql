@@ -135,7 +135,10 @@ CALL storlab.wait(:init_job);
 SELECT storlab.bench_start('tpcb-like', clients => 1, jobs => 1, duration => '1 s') AS run_job \gset
 SELECT * FROM storlab.job_status(:run_job);
 CALL storlab.wait(:run_job);
-CALL storlab.bench('insert-append', 1, 1, '1 s');
+-- every script, pgbench's and storlab's, as the role
+SELECT string_agg(format('CALL storlab.bench(%L, 1, 1, ''1 s'');', name), E'\n' ORDER BY name) AS every_script
+  FROM storlab.scripts() \gset
+:every_script
 SELECT storlab.move_indexes_online('tap_attacker.pgbench_accounts', 'lab_ram') AS index_job \gset
 CALL storlab.wait(:index_job);
 SELECT storlab.bench_start('select-only', clients => 1, jobs => 1, duration => '20 s') AS own_job \gset
@@ -154,7 +157,8 @@ SELECT is((SELECT relowner::regrole::text FROM pg_class WHERE oid = 'tap_attacke
 SELECT is((SELECT string_agg(DISTINCT status, ',') FROM storlab.jobs WHERE id IN (:init_job, :run_job, :index_job)),
           'done', 'the role''s init, run and online index move all finished');
 SELECT is((SELECT count(*) FROM storlab.bench_runs r JOIN storlab.jobs j ON j.id = r.id
-            WHERE j.role = 'tap_attacker' AND j.created_at > :'t_start' AND r.tps > 0), 2::bigint, 'both of its runs stored their results');
+            WHERE j.role = 'tap_attacker' AND j.created_at > :'t_start' AND r.tps > 0),
+          (SELECT count(*) + 1 FROM storlab.scripts()), 'the role ran every script (and one more run), each stored');
 SELECT is((SELECT (options->>'checkpoint_before')::boolean FROM storlab.bench_runs WHERE id = :run_job), false,
           'a role that may not CHECKPOINT runs without one, and the run says so');
 SELECT is((SELECT count(*) FROM pg_indexes WHERE schemaname = 'tap_attacker' AND tablename = 'pgbench_accounts'

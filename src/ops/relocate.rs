@@ -65,7 +65,8 @@ fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
-    .unwrap_or_else(|e| error!("could not read the catalog: {e}"))
+    .map_err(spi("reading the catalog"))
+    .or_raise()
 }
 
 /// Refuses what storlab never moves, with the reason (22023).
@@ -261,7 +262,8 @@ fn execute(
                     .first()
                     .get_one()
             })
-            .unwrap_or_else(|e| error!("{e}"))
+            .map_err(spi("starting a batch"))
+            .or_raise()
         })
     };
     // ALTER may need further locks (an index's table): the same limit applies
@@ -287,7 +289,7 @@ fn execute(
             // SAFETY: reads the WAL insert position; no lock needed for our use.
             let wal0 = unsafe { pg_sys::GetXLogInsertRecPtr() };
             let t0 = Instant::now();
-            Spi::run(&sql).unwrap_or_else(|e| error!("{sql}: {e}"));
+            Spi::run(&sql).map_err(spi(&sql)).or_raise();
             let wal1 = unsafe { pg_sys::GetXLogInsertRecPtr() };
             (
                 Some(t0.elapsed().as_secs_f64()),
@@ -329,7 +331,8 @@ fn execute(
                     .first()
                     .get_one::<RelocationRow>()
             })
-            .unwrap_or_else(|e| error!("could not record the move of {}: {e}", s.rel.qualified))
+            .map_err(spi("recording a move"))
+            .or_raise()
             .expect("one row")
         });
         rows.push(row);
@@ -345,7 +348,8 @@ fn set_lock_timeout(value: &str) {
         "SELECT pg_catalog.set_config('lock_timeout', $1, true)",
         &[value.into()],
     )
-    .unwrap_or_else(|e| error!("could not set lock_timeout: {e}"));
+    .map_err(spi("setting lock_timeout"))
+    .or_raise();
 }
 
 /// Every relation of a move request, with where it should go.
@@ -475,7 +479,8 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
         })
-        .unwrap_or_else(|e| error!("could not read storlab.relocations: {e}"))
+        .map_err(spi("reading storlab.relocations"))
+        .or_raise()
     });
     let mut candidates = Vec::new();
     for (oid, name, kind, from) in wanted {
@@ -514,7 +519,8 @@ fn same_relation(oid: pg_sys::Oid, name: &str, kind: &str) -> Result<(), String>
             r.get::<bool>(3)?.unwrap_or(false),
         )))
     })
-    .unwrap_or_else(|e| error!("could not read the catalog: {e}"));
+    .map_err(spi("reading the catalog"))
+    .or_raise();
     let Some((now_name, relkind, in_toast)) = now else {
         return Err("was dropped since it was moved".into());
     };

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use pgrx::prelude::*;
 
-use super::error::{Error, SqlState};
+use super::error::{spi, Error, OrRaise, SqlState};
 use crate::error::invalid;
 
 /// A folder PostgreSQL writes to, named as a DBA names it.
@@ -70,7 +70,8 @@ pub fn all_targets() -> Vec<Target> {
         })
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
-    .unwrap_or_else(|e| error!("could not list tablespaces: {e}"));
+    .map_err(spi("listing tablespaces"))
+    .or_raise();
     targets.push(Target {
         kind: "wal",
         name: "pg_wal".into(),
