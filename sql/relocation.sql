@@ -37,6 +37,16 @@ SELECT relation_name, kind, from_tablespace, to_tablespace, bytes > 0 AS copies_
        note LIKE 'holds ACCESS EXCLUSIVE on % for the whole copy of %' AS warns_about_the_lock
   FROM storlab.move('shop.orders', 'lab_ram', dry_run => true);
 SELECT count(*) AS relocations_recorded FROM storlab.relocations;
+-- bytes is what the statement copies: the relation's files with every fork,
+-- and for a table its TOAST table and index too (pg_table_size's sum),
+-- read from disk without taking a lock, so a dry run never waits.
+SELECT relation_name, bytes = pg_table_size(relation) AS bytes_as_pg_table_size
+  FROM storlab.move('shop.orders', 'lab_ram', dry_run => true) ORDER BY relation_name;
+-- Moving an index blocks more than the queries that use it: while it is
+-- locked, every query planned on its table waits (the planner locks all of
+-- a table's indexes) and so does every writer (writes update them all).
+SELECT regexp_replace(note, 'copy of [0-9.]+ \S+:', 'copy of (its size):') AS note
+  FROM storlab.move('shop.orders_placed', 'lab_ram', dry_run => true);
 
 -- storlab.move(relation, tablespace): the table (its TOAST table goes along)
 -- and its indexes, in one transaction, each recorded in storlab.relocations.
@@ -69,6 +79,15 @@ CREATE INDEX events_at ON shop.events (at);
 SELECT relation_name, kind, to_tablespace, note LIKE '%copies nothing' AS default_only
   FROM storlab.move('shop.events', 'lab_ram') ORDER BY id;
 CREATE TABLE shop.events_2026_03 PARTITION OF shop.events FOR VALUES FROM ('2026-03-01') TO ('2026-04-01');
+-- A foreign table in a partition tree has no storage here: a move leaves it
+-- where it is and says so.
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+CREATE SERVER regress_elsewhere FOREIGN DATA WRAPPER postgres_fdw OPTIONS (dbname 'nowhere');
+CREATE FOREIGN TABLE shop.events_archive PARTITION OF shop.events FOR VALUES FROM ('2020-01-01') TO ('2021-01-01')
+  SERVER regress_elsewhere;
+SELECT relation_name, kind FROM storlab.move('shop.events', 'lab_disk', dry_run => true) ORDER BY relation_name;
+DROP FOREIGN TABLE shop.events_archive;
+DROP SERVER regress_elsewhere;
 SELECT relation, tablespace FROM storlab.layout('shop') WHERE relation::text LIKE 'shop.events%' ORDER BY relation::text;
 
 -- storlab.restore_layout(at): every relation storlab moved since `at` goes

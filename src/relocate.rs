@@ -69,19 +69,24 @@ pub fn statement(kind: Kind, quoted_relation: &str, quoted_tablespace: &str) -> 
     ))
 }
 
-/// What the move does to other sessions, for the plan's rows.
-pub fn note(kind: Kind, relation: &str, bytes: i64) -> String {
+/// What the move does to other sessions, for the plan's rows. `table` is an
+/// index's table: while an index is locked, every query planned on its table
+/// waits (the planner locks all of a table's indexes, not only those it
+/// uses), and so does every writer to the table (writes update every index).
+pub fn note(kind: Kind, relation: &str, table: Option<&str>, bytes: i64) -> String {
     if !kind.has_storage() {
         return format!(
             "sets the default tablespace for future partitions of {relation}; copies nothing"
         );
     }
-    let what = match kind {
-        Kind::Index => "every query that plans with this index",
-        _ => "every reader and writer of it",
+    let what = match (kind, table) {
+        (Kind::Index, Some(table)) => format!(
+            "every query planned on {table} and every writer to it waits, whether or not it uses this index"
+        ),
+        _ => "every reader and writer of it waits".to_string(),
     };
     format!(
-        "holds ACCESS EXCLUSIVE on {relation} for the whole copy of {}: {what} waits",
+        "holds ACCESS EXCLUSIVE on {relation} for the whole copy of {}: {what}",
         human_bytes(bytes)
     )
 }
@@ -149,12 +154,15 @@ mod tests {
 
     #[test]
     fn notes_warn_about_the_lock_and_say_the_size() {
-        let n = note(Kind::Table, "public.t", 3 * 1024 * 1024);
+        let n = note(Kind::Table, "public.t", None, 3 * 1024 * 1024);
         assert!(
             n.contains("ACCESS EXCLUSIVE") && n.contains("3.0 MB"),
             "{n}"
         );
-        assert!(note(Kind::PartitionedTable, "public.p", 0).contains("copies nothing"));
+        assert!(note(Kind::PartitionedTable, "public.p", None, 0).contains("copies nothing"));
+        // an index blocks its whole table, not only the queries that use it
+        let i = note(Kind::Index, "public.t_v", Some("public.t"), 8192);
+        assert!(i.contains("every query planned on public.t and every writer to it"), "{i}");
         assert_eq!(human_bytes(512), "512 bytes");
         assert_eq!(human_bytes(1536), "1.5 kB");
     }

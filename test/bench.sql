@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(20);
+SELECT plan(21);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -90,6 +90,8 @@ SELECT is((SELECT count(*) FROM storlab.layout('public') WHERE parent = 'tap_onl
           2::bigint, 'both indexes now live in lab_ram, recorded in storlab.relocations')
   WHERE (SELECT count(*) FROM this_move) = 2
 UNION ALL SELECT fail('the moves were not recorded') WHERE (SELECT count(*) FROM this_move) <> 2;
+SELECT ok((SELECT bool_and(r.relation = to_regclass(r.relation_name)::oid) FROM this_move r),
+          'the history names each rebuilt index by its new oid (REINDEX CONCURRENTLY gives it one)');
 SELECT cmp_ok((SELECT count(*) FROM tap_online t, this_move r
                 WHERE t.v < 0 AND t.at BETWEEN r.moved_at - r.duration_s * interval '1 s' AND r.moved_at),
               '>', 0::bigint, 'the writer committed while the indexes were being rebuilt');

@@ -6,7 +6,7 @@ DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(10);
+SELECT plan(18);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -57,7 +57,63 @@ SELECT alike((SELECT e FROM outcome), '55P03: could not lock table public.tap_bu
 SELECT alike((SELECT e FROM outcome), '%' || (SELECT pid FROM holder) || '%', 'and the pid of the blocking backend');
 SELECT ok(extract(epoch FROM clock_timestamp() - (SELECT t FROM clock)) BETWEEN 0.65 AND 2.0, 'it gave up after about lock_timeout');
 SELECT dblink_exec('holder', 'COMMIT');
+
+-- Behind an ACCESS EXCLUSIVE holder, every wait is bounded: the plan reads
+-- the catalog and the files without a lock, so a dry run answers at once and
+-- a move gives up after lock_timeout (it once waited for the holder).
+SELECT dblink_exec('holder', 'BEGIN');
+SELECT dblink_exec('holder', 'LOCK TABLE tap_busy IN ACCESS EXCLUSIVE MODE');
+UPDATE clock SET t = clock_timestamp();
+SELECT is((SELECT count(*) FROM storlab.move('tap_busy', 'lab_ram', dry_run => true)), 1::bigint, 'a dry run plans the move');
+SELECT cmp_ok(extract(epoch FROM clock_timestamp() - (SELECT t FROM clock))::numeric, '<', 0.5,
+              'without waiting for the session that holds the table');
+UPDATE clock SET t = clock_timestamp();
+SELECT throws_ok($$SELECT * FROM storlab.move('tap_busy', 'lab_ram', lock_timeout => '1 s')$$, '55P03', NULL,
+                 'a move behind ACCESS EXCLUSIVE fails with 55P03');
+SELECT cmp_ok(extract(epoch FROM clock_timestamp() - (SELECT t FROM clock))::numeric, '<', 1.6,
+              'after about lock_timeout, not after the holder lets go');
+SELECT dblink_exec('holder', 'ROLLBACK');
 SELECT dblink_disconnect('holder');
+COMMIT;
+
+-- The plan is read again under the lock: a second, identical move that
+-- waited behind the first records nothing (the table is already there), and
+-- a move that waited behind a move elsewhere records where the table really
+-- came from.
+DROP TABLE IF EXISTS tap_twice, tap_stale;
+CREATE TABLE tap_twice (id int, v text);
+INSERT INTO tap_twice SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+CREATE TABLE tap_stale (id int);
+SELECT clock_timestamp() AS before_races \gset
+SELECT dblink_connect('first', format('host=%s port=%s dbname=%s', current_setting('unix_socket_directories'),
+       current_setting('port'), current_database()));
+SELECT dblink_connect('second', format('host=%s port=%s dbname=%s', current_setting('unix_socket_directories'),
+       current_setting('port'), current_database()));
+SELECT dblink_exec('first', 'BEGIN');
+SELECT * FROM dblink('first', $$SELECT count(*) FROM storlab.move('tap_twice', 'lab_ram')$$) AS r(n bigint);
+SELECT dblink_send_query('second', $$SELECT count(*) FROM storlab.move('tap_twice', 'lab_ram', lock_timeout => '20 s')$$);
+SELECT pg_sleep(0.5);
+SELECT dblink_exec('first', 'COMMIT');
+SELECT is((SELECT n FROM dblink_get_result('second') AS r(n bigint)), 0::bigint,
+          'the second of two identical moves finds the table moved and moves nothing');
+SELECT * FROM dblink_get_result('second') AS r(n bigint);
+SELECT is((SELECT count(*) FROM storlab.relocations WHERE relation_name = 'public.tap_twice' AND moved_at > :'before_races'),
+          1::bigint, 'and history records one move, not two');
+
+SELECT dblink_exec('first', 'BEGIN');
+SELECT * FROM dblink('first', $$SELECT count(*) FROM storlab.move('tap_stale', 'lab_disk')$$) AS r(n bigint);
+SELECT dblink_send_query('second', $$SELECT count(*) FROM storlab.move('tap_stale', 'lab_ram', lock_timeout => '20 s')$$);
+SELECT pg_sleep(0.5);
+SELECT dblink_exec('first', 'COMMIT');
+SELECT is((SELECT n FROM dblink_get_result('second') AS r(n bigint)), 1::bigint, 'a move that waited behind another one moves');
+SELECT * FROM dblink_get_result('second') AS r(n bigint);
+SELECT is((SELECT from_tablespace::text FROM storlab.relocations WHERE relation_name = 'public.tap_stale'
+             AND to_tablespace = 'lab_ram' AND moved_at > :'before_races'),
+          'lab_disk', 'from where the table really was when it was copied');
+SELECT dblink_disconnect('first');
+SELECT dblink_disconnect('second');
+DROP TABLE tap_twice, tap_stale;
+BEGIN;
 
 -- Hostile names, tablespace included: quoted everywhere, never executed.
 COMMIT;

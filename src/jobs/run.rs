@@ -523,6 +523,17 @@ fn move_indexes(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> {
         }
         let duration = t0.elapsed().as_secs_f64();
         let wal = wal0.zip(wal_position()).map(|(a, b)| b - a);
+        // REINDEX CONCURRENTLY builds a new index and gives it the old
+        // name: the history must name the index that now exists, or
+        // restore_layout would take it for dropped
+        let new_oid = as_caller(|| {
+            Spi::get_one_with_args::<i64>(
+                "SELECT pg_catalog.to_regclass($1)::oid::int8",
+                &[name.clone().into()],
+            )
+        })
+        .unwrap_or(oid);
+        let oid = new_oid;
         bookkeeping(|| {
             Spi::run_with_args(
                 "INSERT INTO storlab.relocations (batch_id, relation, relation_name, kind, from_tablespace, to_tablespace,

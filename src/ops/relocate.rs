@@ -28,17 +28,32 @@ struct Rel {
     qualified: String,
     kind: Kind,
     tablespace: String,
+    /// What a move copies: the relation's files with their forks, and its
+    /// TOAST table and TOAST index (pg_table_size's sum), read from disk.
     bytes: i64,
     owned: bool,
+    /// An index's table (for what moving the index does to other sessions).
+    table: Option<String>,
 }
 
 /// Columns and joins shared by every catalog query here. `tablespace` is
 /// spelled out: reltablespace 0 means the database's default tablespace.
+/// Nothing here takes a lock: pg_relation_filepath reads the syscache, where
+/// pg_table_size would queue for ACCESS SHARE behind any waiting DDL, with
+/// no bound but the caller's lock_timeout (by default none). Sizes come from
+/// the files themselves.
 const REL_SELECT: &str = "
     SELECT c.oid, format('%I.%I', n.nspname, c.relname), c.relkind::text, n.nspname LIKE 'pg\\_toast%',
            coalesce(t.spcname, d.spcname)::text,
-           CASE WHEN c.relkind IN ('p', 'I') THEN 0 ELSE pg_catalog.pg_table_size(c.oid) END,
-           pg_catalog.pg_has_role(c.relowner, 'USAGE')
+           ARRAY[pg_catalog.pg_relation_filepath(c.oid),
+                 CASE WHEN c.reltoastrelid <> 0 THEN pg_catalog.pg_relation_filepath(c.reltoastrelid) END,
+                 (SELECT pg_catalog.pg_relation_filepath(ti.indexrelid) FROM pg_catalog.pg_index ti
+                   WHERE c.reltoastrelid <> 0 AND ti.indrelid = c.reltoastrelid LIMIT 1)],
+           pg_catalog.pg_has_role(c.relowner, 'USAGE'),
+           (SELECT format('%I.%I', tn.nspname, tc.relname) FROM pg_catalog.pg_index ix
+              JOIN pg_catalog.pg_class tc ON tc.oid = ix.indrelid
+              JOIN pg_catalog.pg_namespace tn ON tn.oid = tc.relnamespace
+             WHERE ix.indexrelid = c.oid)
       FROM pg_catalog.pg_class c
       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       LEFT JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
@@ -46,22 +61,37 @@ const REL_SELECT: &str = "
                    JOIN pg_catalog.pg_tablespace s ON s.oid = db.dattablespace
                   WHERE db.datname = pg_catalog.current_database()) d";
 
+/// The relations a query selects, in its order; kinds storlab does not move
+/// (a foreign table in a partition tree) are left out.
 fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Rel> {
     let query = format!("{REL_SELECT} {where_order}");
+    let data = data_dir();
     Spi::connect(|c| {
         c.select(query.as_str(), None, &args)?
-            .map(|r| {
-                let relkind: String = r.get(3)?.unwrap_or_default();
-                let in_toast: bool = r.get(4)?.unwrap_or(false);
-                Ok(Rel {
-                    oid: r.get(1)?.expect("oid"),
-                    qualified: r.get(2)?.expect("name"),
-                    kind: Kind::from_relkind(&relkind, in_toast)
-                        .expect("the queries select movable kinds only"),
-                    tablespace: r.get(5)?.expect("tablespace"),
-                    bytes: r.get(6)?.unwrap_or(0),
-                    owned: r.get(7)?.unwrap_or(false),
-                })
+            .filter_map(|r| {
+                let row = (|| {
+                    let relkind: String = r.get(3)?.unwrap_or_default();
+                    let in_toast: bool = r.get(4)?.unwrap_or(false);
+                    let Some(kind) = Kind::from_relkind(&relkind, in_toast) else {
+                        return Ok(None);
+                    };
+                    let paths: Vec<Option<String>> = r.get(6)?.unwrap_or_default();
+                    let bytes: u64 = paths
+                        .into_iter()
+                        .flatten()
+                        .map(|p| allocation::relation_bytes(&data.join(p)).0)
+                        .sum();
+                    Ok(Some(Rel {
+                        oid: r.get(1)?.expect("oid"),
+                        qualified: r.get(2)?.expect("name"),
+                        kind,
+                        tablespace: r.get(5)?.expect("tablespace"),
+                        bytes: bytes as i64,
+                        owned: r.get(7)?.unwrap_or(false),
+                        table: r.get(8)?,
+                    }))
+                })();
+                row.transpose()
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
@@ -258,7 +288,7 @@ fn execute(
     } else {
         as_owner(|| {
             Spi::connect_mut(|c| {
-                c.update("SELECT nextval('storlab.relocation_batches')", None, &[])?
+                c.update("SELECT pg_catalog.nextval('storlab.relocation_batches')", None, &[])?
                     .first()
                     .get_one()
             })
@@ -279,32 +309,49 @@ fn execute(
     let moved_by = caller();
     let mut rows = Vec::with_capacity(steps.len());
     for s in steps {
-        let sql = statement(s.rel.kind, &s.rel.qualified, &quote_ident(&s.to))
-            .expect("plans hold movable kinds only");
-        let note = note(s.rel.kind, &s.rel.qualified, s.rel.bytes);
-        let (duration, lock_wait, wal) = if dry_run {
-            (None, None, None)
+        let (rel, duration, lock_wait, wal) = if dry_run {
+            (s.rel, None, None, None)
         } else {
             let waited = lock(&s.rel, lock_timeout);
+            // The plan was read without a lock: read the relation again now
+            // that it is ours, so that history records what is really done.
+            let Some(rel) = rels("WHERE c.oid = $1", vec![s.rel.oid.into()]).pop() else {
+                notice!("storlab: {} was dropped while storlab waited for it; nothing to move", s.rel.qualified);
+                continue;
+            };
+            if rel.tablespace == s.to {
+                notice!("storlab: {} is already in {} (moved by another session meanwhile); nothing to move", rel.qualified, s.to);
+                continue;
+            }
+            // The ALTER's own further locks (an index's table) get what is
+            // left of the limit: lock_timeout bounds the whole wait.
+            let left = lock_timeout.saturating_sub(waited).max(Duration::from_millis(1));
+            set_lock_timeout(&format!("{}ms", left.as_millis().max(1)));
+            let sql = statement(rel.kind, &rel.qualified, &quote_ident(&s.to))
+                .expect("plans hold movable kinds only");
             // SAFETY: reads the WAL insert position; no lock needed for our use.
             let wal0 = unsafe { pg_sys::GetXLogInsertRecPtr() };
             let t0 = Instant::now();
             Spi::run(&sql).map_err(spi(&sql)).or_raise();
             let wal1 = unsafe { pg_sys::GetXLogInsertRecPtr() };
             (
+                rel,
                 Some(t0.elapsed().as_secs_f64()),
                 Some(waited.as_secs_f64()),
                 Some((wal1 - wal0) as i64),
             )
         };
+        let sql = statement(rel.kind, &rel.qualified, &quote_ident(&s.to))
+            .expect("plans hold movable kinds only");
+        let note = note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes);
         let args = vec![
             batch.into(),
-            s.rel.oid.into(),
-            s.rel.qualified.clone().into(),
-            s.rel.kind.as_str().into(),
-            Name(s.rel.tablespace.clone()).into(),
+            rel.oid.into(),
+            rel.qualified.clone().into(),
+            rel.kind.as_str().into(),
+            Name(rel.tablespace.clone()).into(),
             Name(s.to.clone()).into(),
-            s.rel.bytes.into(),
+            rel.bytes.into(),
             duration.into(),
             lock_wait.into(),
             wal.into(),
@@ -322,7 +369,7 @@ fn execute(
             "INSERT INTO storlab.relocations AS r (batch_id, relation, relation_name, kind, from_tablespace,
                  to_tablespace, bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at,
                  label, note, system_identifier, hostname)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, clock_timestamp(), $12, $13, $14, $15)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, pg_catalog.clock_timestamp(), $12, $13, $14, $15)
              RETURNING r"
         };
         let row = as_owner(|| {
@@ -359,11 +406,15 @@ fn move_candidates(root: pg_sys::Oid, to: &str, with_indexes: bool) -> Vec<(Rel,
         return vec![];
     };
     // the relation itself, or for partitioned ones every member of the tree
+    // (walked through pg_inherits: pg_partition_tree would lock every member)
     let mut members = match root_rel.kind {
-        Kind::PartitionedTable | Kind::PartitionedIndex => rels(
-            "JOIN pg_catalog.pg_partition_tree($1) p ON p.relid = c.oid ORDER BY p.level, c.relname",
-            vec![root.into()],
-        ),
+        Kind::PartitionedTable | Kind::PartitionedIndex => {
+            say_foreign_partitions(root);
+            rels(
+                &format!("JOIN ({PARTITION_TREE}) p ON p.relid = c.oid ORDER BY p.level, c.relname"),
+                vec![root.into()],
+            )
+        }
         _ => vec![root_rel],
     };
     if with_indexes {
@@ -383,6 +434,38 @@ fn move_candidates(root: pg_sys::Oid, to: &str, with_indexes: bool) -> Vec<(Rel,
         ));
     }
     members.into_iter().map(|r| (r, to.to_string())).collect()
+}
+
+/// Every member of the partition tree rooted at $1, with its depth; no locks.
+const PARTITION_TREE: &str = "
+    WITH RECURSIVE tree (relid, level) AS (
+        SELECT $1::oid, 0
+        UNION ALL
+        SELECT i.inhrelid, t.level + 1 FROM pg_catalog.pg_inherits i JOIN tree t ON i.inhparent = t.relid)
+    SELECT relid, level FROM tree";
+
+/// A foreign table in a partition tree has no storage in this server: it is
+/// left where it is, and the caller is told so.
+fn say_foreign_partitions(root: pg_sys::Oid) {
+    let foreign: Vec<String> = Spi::connect(|c| {
+        c.select(
+            &format!(
+                "SELECT format('%I.%I', n.nspname, c.relname) FROM ({PARTITION_TREE}) p
+                   JOIN pg_catalog.pg_class c ON c.oid = p.relid
+                   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                  WHERE c.relkind = 'f' ORDER BY 1"
+            ),
+            None,
+            &[root.into()],
+        )?
+        .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the partition tree"))
+    .or_raise();
+    for f in foreign {
+        notice!("storlab: {f} is a foreign table: it has no storage in this server and stays where it is");
+    }
 }
 
 /// Moves a table (its TOAST goes along) and, with `with_indexes`, its indexes;
