@@ -10,10 +10,36 @@ SELECT pg_catalog.pg_extension_config_dump('storlab.probes_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('storlab.relocations', '');
 SELECT pg_catalog.pg_extension_config_dump('storlab.relocations_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('storlab.relocation_batches', '');
-SELECT pg_catalog.pg_extension_config_dump('storlab.jobs', '');
-SELECT pg_catalog.pg_extension_config_dump('storlab.jobs_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('storlab.bench_runs', '');
 SELECT pg_catalog.pg_extension_config_dump('storlab.bench_progress', '');
+
+-- Jobs: the rows move to storlab.job_records; storlab.jobs becomes a view that
+-- shows a job whose worker is gone as failed at once (a fresh install names
+-- the sequence, key and checks after the table: so does this).
+ALTER TABLE storlab.jobs RENAME TO job_records;
+ALTER SEQUENCE storlab.jobs_id_seq RENAME TO job_records_id_seq;
+ALTER INDEX storlab.jobs_pkey RENAME TO job_records_pkey;
+ALTER TABLE storlab.job_records RENAME CONSTRAINT jobs_kind_check TO job_records_kind_check;
+ALTER TABLE storlab.job_records RENAME CONSTRAINT jobs_status_check TO job_records_status_check;
+SELECT pg_catalog.pg_extension_config_dump('storlab.job_records', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.job_records_id_seq', '');
+CREATE VIEW storlab.jobs AS
+SELECT j.id, j.kind,
+       CASE WHEN d.dead THEN 'failed' ELSE j.status END AS status,
+       j.args, j.database, j.role, j.worker_pid, j.created_at, j.started_at, j.finished_at,
+       CASE WHEN d.dead
+            THEN 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
+            ELSE j.error END AS error,
+       j.detail
+  FROM storlab.job_records j
+ CROSS JOIN LATERAL (
+   SELECT (j.status IN ('running', 'cancelling')
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
+                            WHERE a.pid = j.worker_pid AND a.backend_type = 'storlab job'
+                              AND a.backend_start <= j.started_at))
+       OR (j.status = 'queued' AND j.created_at < pg_catalog.clock_timestamp() - interval '2 minutes') AS dead) d;
+COMMENT ON VIEW storlab.jobs IS 'Every storlab job with its status as of now: a job whose worker is gone is failed';
+GRANT SELECT ON storlab.jobs TO pg_monitor;
 
 -- Every function runs behind a fixed search_path: the caller's never
 -- decides which function or operator runs.
@@ -75,6 +101,17 @@ REVOKE ALL ON FUNCTION storlab.run_latency(bigint[], double precision[]) FROM PU
 GRANT EXECUTE ON FUNCTION storlab.probe_latency(bigint[], double precision[]) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION storlab.run_latency(bigint[], double precision[]) TO pg_monitor;
 
+-- cancel() takes effect at commit; stop_now() is what CALL storlab.wait uses
+-- when its own statement is cancelled.
+CREATE FUNCTION storlab.stop_now(
+	"job_id" bigint
+) RETURNS bool
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'stop_now_wrapper';
+REVOKE ALL ON FUNCTION storlab.stop_now(bigint) FROM PUBLIC;
+
 -- The waiting procedures cannot carry a SET clause (they COMMIT): every
 -- type, function and operator in them is schema-qualified instead.
 CREATE OR REPLACE PROCEDURE storlab.wait(job_id bigint, timeout interval DEFAULT NULL)
@@ -91,7 +128,8 @@ BEGIN
              OR s OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']::pg_catalog.text[]);
       PERFORM pg_catalog.pg_sleep(0.25);
     EXCEPTION WHEN query_canceled THEN
-      PERFORM storlab.cancel(job_id);
+      -- this transaction rolls back, and a cancel() with it: stop the job now
+      PERFORM storlab.stop_now(job_id);
       RAISE;
     END;
     COMMIT;

@@ -162,7 +162,10 @@ mod tests {
         assert!(note(Kind::PartitionedTable, "public.p", None, 0).contains("copies nothing"));
         // an index blocks its whole table, not only the queries that use it
         let i = note(Kind::Index, "public.t_v", Some("public.t"), 8192);
-        assert!(i.contains("every query planned on public.t and every writer to it"), "{i}");
+        assert!(
+            i.contains("every query planned on public.t and every writer to it"),
+            "{i}"
+        );
         assert_eq!(human_bytes(512), "512 bytes");
         assert_eq!(human_bytes(1536), "1.5 kB");
     }

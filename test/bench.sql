@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(21);
+SELECT plan(30);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -105,11 +105,36 @@ SELECT is(pg_temp.final_status(:bad_job), 'failed', 'a run pgbench cannot start 
 SELECT alike((SELECT error FROM storlab.jobs WHERE id = :bad_job), 'pgbench exited with status 1:%connection to server%',
              'and jobs.error holds pgbench''s stderr');
 
--- A job left 'running' by a worker that is gone (a crash, a restart) is
--- marked failed the next time anyone looks.
-INSERT INTO storlab.jobs (kind, status, args, worker_pid) VALUES ('bench', 'running', '{}', 2147483000) RETURNING id AS ghost \gset
+-- Jobs on one database's pgbench tables exclude each other: while a run is
+-- going, pgbench -i (which drops the tables) and a second run are refused.
+SELECT storlab.bench_start('select-only', 1, 1, '3 s') AS busy_run \gset
+SELECT throws_ok($$SELECT storlab.bench_init(scale => 1)$$, '55006', NULL, 'bench_init during a run is refused (55006)');
+SELECT throws_like($$SELECT storlab.bench_init(scale => 1)$$,
+                   format('pgbench''s tables in this database are in use by storlab job %s (bench, %%)', :busy_run),
+                   'naming the run');
+SELECT throws_ok($$SELECT storlab.bench_start('select-only', 1, 1, '1 s')$$, '55006', NULL,
+                 'and so is a second run at the same time');
+
+-- cancel() is transactional: rolled back, it cancels nothing; committed, it
+-- stops the job and says who stopped it.
+BEGIN;
+SELECT ok(storlab.cancel(:busy_run), 'cancel() inside a transaction finds the job');
+ROLLBACK;
+SELECT pg_sleep(1);
+SELECT is((SELECT status FROM storlab.jobs WHERE id = :busy_run), 'running', 'after ROLLBACK the job runs on');
+SELECT ok(storlab.cancel(:busy_run), 'cancel() again, committed');
+SELECT is(pg_temp.final_status(:busy_run), 'cancelled', 'stops it');
+SELECT is((SELECT error FROM storlab.jobs WHERE id = :busy_run), 'cancelled with storlab.cancel() by ' || current_user,
+          'and the job says who cancelled it');
+
+-- A job left 'running' by a worker that is gone (a crash, a restart) reads
+-- as failed in storlab.jobs at once, and is stored so the next time anyone
+-- calls job_status() or wait().
+INSERT INTO storlab.job_records (kind, status, args, worker_pid, started_at)
+VALUES ('bench', 'running', '{}', 2147483000, clock_timestamp()) RETURNING id AS ghost \gset
+SELECT is((SELECT status FROM storlab.jobs WHERE id = :ghost), 'failed', 'storlab.jobs shows a job whose worker is gone as failed');
 SELECT is((SELECT status FROM storlab.job_status(:ghost)), 'failed', 'a job whose worker is gone is marked failed');
-DELETE FROM storlab.jobs WHERE id = :ghost;
+DELETE FROM storlab.job_records WHERE id = :ghost;
 
 -- A job dies with the transaction that created it: after a ROLLBACK its
 -- worker sees the creating transaction aborted and exits at once, instead of
@@ -117,6 +142,8 @@ DELETE FROM storlab.jobs WHERE id = :ghost;
 SELECT count(*) AS workers_before FROM pg_stat_activity WHERE backend_type = 'storlab job' \gset
 BEGIN;
 SELECT storlab.bench_start('select-only', 1, 1, '5 s') AS rolled_back \gset
+ROLLBACK;
+BEGIN;
 SELECT storlab.bench_init(scale => 1) AS rolled_back_init \gset
 ROLLBACK;
 SELECT pg_sleep(1);

@@ -58,16 +58,45 @@ DROP TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history,
 SQL
 }
 
-echo "1..9"
+# The results a 0.1.0 server holds. Probes and moves are made by the
+# functions (unchanged since); the job, run and progress rows are written as
+# 0.1.0's worker wrote them (today's library writes 0.2.0's tables).
+store_old_results() {
+  sql "$1" <<'SQL'
+SET client_min_messages = warning;
+SELECT (storlab.probe('lab_ram', 'randwrite', duration => '200 ms', file_size => 1048576, direct => false)).id;
+CREATE SCHEMA scratch;
+CREATE TABLE scratch.moved (id int PRIMARY KEY, v text);
+SELECT count(*) FROM storlab.move('scratch.moved', 'lab_ram');
+DROP SCHEMA scratch CASCADE;
+WITH j AS (
+  INSERT INTO storlab.jobs (kind, status, args, worker_pid, started_at, finished_at)
+  VALUES ('bench', 'done', '{"script": "select-only", "clients": 1, "jobs": 1, "duration_s": 2.0, "options": {}}',
+          4242, clock_timestamp() - interval '3 s', clock_timestamp())
+  RETURNING id),
+r AS (
+  INSERT INTO storlab.bench_runs (id, job_id, script, clients, jobs, duration_s, scale, fillfactor, tps, transactions,
+                                  lat_avg_ms, options, system_identifier, hostname, started_at, finished_at)
+  SELECT id, id, 'select-only', 1, 1, 2.0, 1, 100, 5000, 10000, 0.2, '{}',
+         (SELECT system_identifier FROM pg_control_system()), 'lab', clock_timestamp() - interval '3 s', clock_timestamp()
+    FROM j RETURNING id)
+INSERT INTO storlab.bench_progress (run_id, t_s, tps, lat_avg_ms, lat_max_ms, failures)
+SELECT id, 1, 5000, 0.2, 1.5, 0 FROM r;
+SQL
+}
+
+all_kinds="SELECT (SELECT count(*) FROM storlab.probes) > 0 AND (SELECT count(*) FROM storlab.relocations) > 0
+                  AND (SELECT count(*) FROM storlab.jobs) > 0 AND (SELECT count(*) FROM storlab.bench_runs) > 0
+                  AND (SELECT count(*) FROM storlab.bench_progress) > 0"
+
+echo "1..10"
 
 # 1. pg_dump and pg_restore
 fresh_db storlab_dump_src
 sql storlab_dump_src -c "CREATE EXTENSION storlab" >/dev/null
 store_results storlab_dump_src >/dev/null
 before=$(fingerprint storlab_dump_src)
-counts=$(sql storlab_dump_src -c "SELECT (SELECT count(*) FROM storlab.probes) > 0 AND (SELECT count(*) FROM storlab.relocations) > 0
-                                    AND (SELECT count(*) FROM storlab.bench_runs WHERE tps > 0) > 0 AND (SELECT count(*) FROM storlab.bench_progress) > 0")
-is "$counts" t "the source database holds probes, moves, a run and its progress rows"
+is "$(sql storlab_dump_src -c "$all_kinds")" t "the source database holds probes, moves, a job, a run and its progress rows"
 "$PG_BIN/pg_dump" -Fc -f "$WORK/src.dump" storlab_dump_src
 fresh_db storlab_dump_dst
 "$PG_BIN/pg_restore" -d storlab_dump_dst "$WORK/src.dump"
@@ -81,13 +110,14 @@ sql postgres -c "DROP DATABASE storlab_dump_src" -c "DROP DATABASE storlab_dump_
 
 # 2. ALTER EXTENSION storlab UPDATE from 0.1.0
 if ! cp sql/versions/storlab--$OLD.sql "$EXT_DIR/" 2>/dev/null; then
-  for i in 4 5 6 7 8 9; do echo "ok $i # skip cannot install storlab--$OLD.sql into $EXT_DIR (not root)"; done
+  for i in 4 5 6 7 8 9 10; do echo "ok $i # skip cannot install storlab--$OLD.sql into $EXT_DIR (not root)"; done
   exit 0
 fi
 fresh_db storlab_upgrade
 sql storlab_upgrade -c "CREATE EXTENSION storlab VERSION '$OLD'" >/dev/null
 is "$(sql storlab_upgrade -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")" "$OLD" "a database on storlab $OLD"
-store_results storlab_upgrade >/dev/null
+store_old_results storlab_upgrade >/dev/null
+is "$(sql storlab_upgrade -c "$all_kinds")" t "it holds probes, moves, a job, a run and its progress rows"
 before=$(fingerprint storlab_upgrade)
 sql storlab_upgrade -c "ALTER EXTENSION storlab UPDATE" >/dev/null
 is "$(sql storlab_upgrade -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")" "$NEW" "ALTER EXTENSION storlab UPDATE reaches $NEW"

@@ -106,11 +106,6 @@ BEGIN
 END $$;
 RESET ROLE;
 
--- A job of another role (a superuser), for the cancel check below.
-SELECT storlab.bench_init(scale => 1) AS su_init \gset
-CALL storlab.wait(:su_init);
-SELECT storlab.bench_start('select-only', clients => 1, jobs => 1, duration => '20 s') AS su_job \gset
-
 -- Small, short probes: the settings are the superuser's to give.
 SET storlab.suite_file_size = '4MB';
 
@@ -167,7 +162,21 @@ SELECT ok(:'cancelled_own', 'a role may cancel its own job');
 SELECT is((SELECT count(*) FROM storlab.relocations WHERE moved_by = 'tap_attacker' AND moved_at > :'t_start'),
           5::bigint, 'its five moves are recorded under its name');
 
--- Privileges hold: another role's job, a superuser's table.
+-- Privileges hold: another role's job, a superuser's table. (The
+-- superuser's job starts only now: jobs on one database's pgbench tables
+-- exclude each other.)
+CREATE FUNCTION pg_temp.ended(job bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1 .. 100 LOOP
+    IF (SELECT status FROM storlab.jobs WHERE id = job) IN ('done', 'failed', 'cancelled') THEN RETURN true; END IF;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN false;
+END $$;
+SELECT pg_temp.ended(:own_job);
+SELECT storlab.bench_init(scale => 1) AS su_init \gset
+CALL storlab.wait(:su_init);
+SELECT storlab.bench_start('select-only', clients => 1, jobs => 1, duration => '20 s') AS su_job \gset
 SET ROLE tap_attacker;
 SELECT throws_ok(format('SELECT storlab.cancel(%s)', :su_job), '42501', NULL,
                  'a role cannot cancel a job another role started');

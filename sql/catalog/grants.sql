@@ -22,7 +22,8 @@ BEGIN
              OR s OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']::pg_catalog.text[]);
       PERFORM pg_catalog.pg_sleep(0.25);
     EXCEPTION WHEN query_canceled THEN
-      PERFORM storlab.cancel(job_id);
+      -- this transaction rolls back, and a cancel() with it: stop the job now
+      PERFORM storlab.stop_now(job_id);
       RAISE;
     END;
     COMMIT;
@@ -82,11 +83,12 @@ GRANT SELECT ON storlab.relocations TO pg_monitor;
 REVOKE ALL ON FUNCTION storlab.bench_init(integer, integer, name, name, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.bench_start(text, integer, integer, interval, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.cancel(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.stop_now(bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.move_indexes_online(regclass, name) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.job_status(bigint) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.wait(bigint, interval) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.bench(text, integer, integer, interval, text, jsonb, bigint) FROM PUBLIC;
-GRANT SELECT ON storlab.jobs, storlab.bench_runs, storlab.bench_progress TO pg_monitor;
+GRANT SELECT ON storlab.jobs, storlab.job_records, storlab.bench_runs, storlab.bench_progress TO pg_monitor;
 
 -- Merged percentiles of stored histograms: read-only reports, as the caller.
 REVOKE ALL ON FUNCTION storlab.probe_latency(bigint[], double precision[]) FROM PUBLIC;

@@ -1,7 +1,8 @@
 -- Jobs: work done by a background worker that holds no snapshot while it
 -- runs (see ARCHITECTURE.md, "The data path of a job"). Callers start a job and
 -- read its rows later, or CALL a procedure that waits while committing.
-CREATE TABLE storlab.jobs (
+-- The rows as stored; read them through the view storlab.jobs below.
+CREATE TABLE storlab.job_records (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     kind        text        NOT NULL CHECK (kind IN ('bench_init', 'bench', 'move_indexes')),
     status      text        NOT NULL DEFAULT 'queued'
@@ -19,7 +20,7 @@ CREATE TABLE storlab.jobs (
 
 -- One row per benchmark run; its id is the id of the job that runs it.
 CREATE TABLE storlab.bench_runs (
-    id                      bigint PRIMARY KEY REFERENCES storlab.jobs (id) ON DELETE CASCADE,
+    id                      bigint PRIMARY KEY REFERENCES storlab.job_records (id) ON DELETE CASCADE,
     job_id                  bigint NOT NULL,
     script                  text   NOT NULL,
     clients                 integer NOT NULL,
@@ -77,7 +78,29 @@ CREATE TABLE storlab.bench_progress (
 
 -- pg_dump keeps jobs, runs and their progress rows (with the job ids'
 -- sequence), in foreign-key order.
-SELECT pg_catalog.pg_extension_config_dump('storlab.jobs', '');
-SELECT pg_catalog.pg_extension_config_dump('storlab.jobs_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.job_records', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.job_records_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('storlab.bench_runs', '');
 SELECT pg_catalog.pg_extension_config_dump('storlab.bench_progress', '');
+
+-- The jobs as anyone reading them should see them: a job whose worker is gone
+-- (a crash, an immediate restart, a killed worker) shows as failed at once,
+-- not only after someone calls job_status() or wait(). A worker is the job's
+-- own while a 'storlab job' backend with its pid has run since before the
+-- job started (a pid reused after a restart is not).
+CREATE VIEW storlab.jobs AS
+SELECT j.id, j.kind,
+       CASE WHEN d.dead THEN 'failed' ELSE j.status END AS status,
+       j.args, j.database, j.role, j.worker_pid, j.created_at, j.started_at, j.finished_at,
+       CASE WHEN d.dead
+            THEN 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
+            ELSE j.error END AS error,
+       j.detail
+  FROM storlab.job_records j
+ CROSS JOIN LATERAL (
+   SELECT (j.status IN ('running', 'cancelling')
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
+                            WHERE a.pid = j.worker_pid AND a.backend_type = 'storlab job'
+                              AND a.backend_start <= j.started_at))
+       OR (j.status = 'queued' AND j.created_at < pg_catalog.clock_timestamp() - interval '2 minutes') AS dead) d;
+COMMENT ON VIEW storlab.jobs IS 'Every storlab job with its status as of now: a job whose worker is gone is failed';

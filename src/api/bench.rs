@@ -172,14 +172,25 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
     }))
 }
 
-/// Asks a queued or running job to stop; true if it was still going. Its
-/// worker stops pgbench (the whole process group) within a second or two.
-/// A role may cancel its own jobs; members of pg_signal_backend those of
-/// any role but a superuser; superusers all.
+/// Asks a queued or running job to stop; true if it was still going. It
+/// takes effect when the calling transaction commits (a ROLLBACK takes it
+/// back); the worker then stops pgbench (the whole process group) within a
+/// second or two. A role may cancel its own jobs; members of
+/// pg_signal_backend those of any role but a superuser; superusers all.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn cancel(job_id: i64) -> bool {
     jobs::cancel(job_id)
+}
+
+/// Stops a running job at once by signalling its worker, outside any
+/// transaction: CALL storlab.wait uses it when the waiting statement is
+/// itself cancelled. Same rule as cancel(); everywhere else use cancel(),
+/// which takes effect when its transaction commits.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn stop_now(job_id: i64) -> bool {
+    jobs::stop_now(job_id)
 }
 
 /// A job's status and error, for storlab.wait(); no row when there is no such job.

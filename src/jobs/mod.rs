@@ -6,7 +6,7 @@
 //! snapshot while pgbench runs: it opens short transactions only to read its
 //! job, check for a cancel and store results (ARCHITECTURE.md).
 //!
-//! Life of a job: the caller inserts a `storlab.jobs` row (status 'queued')
+//! Life of a job: the caller inserts a `storlab.job_records` row (status 'queued')
 //! and starts a worker with the job's id. The worker waits until the row is
 //! visible (the caller's transaction has committed), marks it 'running',
 //! runs pgbench in a process group of its own, and ends it 'done', 'failed'
@@ -25,6 +25,7 @@ use pgrx::pg_sys::PgTryBuilder;
 use pgrx::prelude::*;
 
 use crate::ops::identity::{as_owner, pinned};
+use crate::ops::jobs as ops_jobs;
 use crate::request::job::JobArgs;
 
 /// The worker's entry point (named in launch()).
@@ -63,13 +64,35 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
         database: row.database,
         role: row.role,
     };
-    bookkeeping(|| {
+    // Jobs on this database's pgbench tables exclude each other; the caller
+    // checked when it started the job, this checks again in a transaction
+    // of its own (a caller at REPEATABLE READ may not have seen the other).
+    let busy = bookkeeping(|| {
+        if job.args.spec.uses_pgbench_tables() {
+            Spi::run(ops_jobs::PGBENCH_TABLES_LOCK)?;
+            if let Some(other) =
+                Spi::get_one_with_args::<String>(ops_jobs::PGBENCH_TABLES_USER, &[job_id.into()])?
+            {
+                return Ok(Some(other));
+            }
+        }
         Spi::run_with_args(
-            "UPDATE storlab.jobs SET status = 'running', worker_pid = pg_catalog.pg_backend_pid(), started_at = pg_catalog.clock_timestamp()
+            "UPDATE storlab.job_records SET status = 'running', worker_pid = pg_catalog.pg_backend_pid(),
+                    started_at = pg_catalog.clock_timestamp()
               WHERE id = $1",
             &[job_id.into()],
-        )
+        )?;
+        Ok(None)
     });
+    if let Some(other) = busy {
+        return finish(
+            job_id,
+            "failed",
+            Some(format!(
+                "pgbench's tables in this database are in use by {other}"
+            )),
+        );
+    }
     // An ERROR in the job's own work (a privilege the caller lacks, a
     // table dropped under it) ends the job 'failed' with that error's text,
     // rather than ending the worker with the job left 'running'.
@@ -92,14 +115,14 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
 fn finish(job_id: i64, status: &str, error: Option<String>) {
     bookkeeping(|| {
         Spi::run_with_args(
-            "UPDATE storlab.jobs SET status = $2, error = coalesce($3, error), finished_at = pg_catalog.clock_timestamp()
+            "UPDATE storlab.job_records SET status = $2, error = coalesce($3, error), finished_at = pg_catalog.clock_timestamp()
               WHERE id = $1",
             &[job_id.into(), status.into(), error.into()],
         )
     });
 }
 
-/// An error's message, with its detail, for `storlab.jobs.error`.
+/// An error's message, with its detail, for the job's `error`.
 fn error_text(e: &pg_sys::panic::CaughtError) -> String {
     use pg_sys::panic::CaughtError::*;
     let report = match e {
@@ -138,8 +161,10 @@ struct Row {
 fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
+        // the creator's status first, then the row: a creator seen as
+        // committed has its row visible to the read that follows (each
+        // statement takes a new snapshot)
         let (row, creator_status) = bookkeeping(|| {
-            let row = read_job(job_id)?;
             let status = match creator {
                 Some(xid) => Spi::get_one_with_args::<String>(
                     "SELECT pg_catalog.pg_xact_status($1::text::xid8)",
@@ -147,6 +172,7 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
                 )?,
                 None => None,
             };
+            let row = read_job(job_id)?;
             Ok((row, status))
         });
         if row.is_some() {
@@ -168,7 +194,7 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
 fn read_job(job_id: i64) -> Result<Option<Row>, pgrx::spi::Error> {
     Spi::connect(|c| {
         let mut rows = c.select(
-            "SELECT status, args, database::text, role::text FROM storlab.jobs WHERE id = $1",
+            "SELECT status, args, database::text, role::text FROM storlab.job_records WHERE id = $1",
             None,
             &[job_id.into()],
         )?;
@@ -210,19 +236,20 @@ fn transaction<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
 /// stop callback: it also waits on the latch, so it paces the polling.
 pub fn stop_requested(job_id: i64) -> Option<String> {
     // every 250 ms: a transaction each time, on a server that is being
-    // benchmarked; cancel() also signals the worker, which wakes this at once
+    // benchmarked; a committed cancel() also signals the worker, which
+    // wakes this at once
     let signalled = !BackgroundWorker::wait_latch(Some(Duration::from_millis(250)));
-    let status = bookkeeping(|| {
-        Spi::get_one_with_args::<String>(
-            "SELECT (SELECT status FROM storlab.jobs WHERE id = $1)",
+    let (status, error) = bookkeeping(|| {
+        Spi::get_two_with_args::<String, String>(
+            "SELECT status, error FROM storlab.job_records WHERE id = $1",
             &[job_id.into()],
         )
     });
     if status.as_deref() == Some("cancelling") {
-        Some("cancelled with storlab.cancel()".into())
+        Some(error.unwrap_or_else(|| "cancelled with storlab.cancel()".into()))
     } else if signalled {
         Some(
-            "stopped by a signal: the waiting caller was cancelled (statement_timeout, pg_cancel_backend), \
+            "stopped by a signal: the session waiting for it was cancelled (statement_timeout, pg_cancel_backend), \
              or pg_terminate_backend, or a server shutdown"
                 .into(),
         )

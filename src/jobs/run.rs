@@ -430,11 +430,11 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
     Ok(())
 }
 
-/// Adds facts of the run to `storlab.jobs.detail`.
+/// Adds facts of the run to the job's `detail`.
 fn store_detail(job: &Job, detail: serde_json::Value) {
     bookkeeping(|| {
         Spi::run_with_args(
-            "UPDATE storlab.jobs SET detail = coalesce(detail, '{}') || $2 WHERE id = $1",
+            "UPDATE storlab.job_records SET detail = coalesce(detail, '{}') || $2 WHERE id = $1",
             &[job.id.into(), JsonB(detail).into()],
         )
     });

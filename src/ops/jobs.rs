@@ -36,16 +36,15 @@ fn launch(job_id: i64) -> Result<(), String> {
         .map_err(|e| format!("{e:?}"))
 }
 
-/// Marks jobs whose worker is gone (a crash, a restart) as failed, so that
-/// nobody waits for them forever.
+/// Stores as failed the jobs whose worker is gone, as the view
+/// storlab.jobs already shows them, so that the row itself says so.
 pub fn sweep_dead_jobs() {
     as_owner(|| {
         Spi::run(
-            "UPDATE storlab.jobs SET status = 'failed', finished_at = pg_catalog.clock_timestamp(),
-                    error = 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
-              WHERE (status IN ('running', 'cancelling')
-                     AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a WHERE a.pid = worker_pid))
-                 OR (status = 'queued' AND created_at < pg_catalog.clock_timestamp() - interval '2 minutes')",
+            "UPDATE storlab.job_records r
+                SET status = 'failed', error = v.error, finished_at = pg_catalog.clock_timestamp()
+               FROM storlab.jobs v
+              WHERE v.id = r.id AND v.status = 'failed' AND r.status IN ('queued', 'running', 'cancelling')",
         )
     })
     .map_err(spi("checking storlab.jobs"))
@@ -69,6 +68,41 @@ pub fn tablespace_must_exist(ts: &Option<Name>) {
     }
 }
 
+/// The advisory lock that serializes the start of jobs on one database's
+/// pgbench tables (held to the end of the transaction that takes it).
+pub const PGBENCH_TABLES_LOCK: &str =
+    "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('storlab: pgbench tables of ' || pg_catalog.current_database(), 0))";
+
+/// The job that uses this database's pgbench tables, if any: a running one,
+/// or a queued one (for a worker given as $1: one queued before it).
+pub const PGBENCH_TABLES_USER: &str = "
+    SELECT (SELECT pg_catalog.format('storlab job %s (%s, %s)', j.id, j.kind, j.status)
+      FROM storlab.jobs j
+     WHERE j.database = pg_catalog.current_database() AND j.kind IN ('bench_init', 'bench')
+       AND (j.status IN ('running', 'cancelling') OR (j.status = 'queued' AND ($1 = 0 OR j.id < $1)))
+       AND j.id <> $1
+     ORDER BY j.id LIMIT 1)";
+
+/// Jobs on one database's pgbench tables exclude each other: pgbench -i
+/// drops the tables a running benchmark uses, and two runs at once measure
+/// each other. A start waits (bounded by lock_timeout) only for another
+/// start's transaction to end, then refuses while a job is using them.
+fn pgbench_tables_free() -> Result<(), Error> {
+    let busy = as_owner(|| {
+        Spi::run(PGBENCH_TABLES_LOCK)?;
+        Spi::get_one_with_args::<String>(PGBENCH_TABLES_USER, &[0i64.into()])
+    })
+    .map_err(spi("checking running jobs"))?;
+    match busy {
+        None => Ok(()),
+        Some(job) => Err(Error::new(
+            SqlState::ObjectInUse,
+            format!("pgbench's tables in this database are in use by {job}"),
+        )
+        .with_hint("Wait for it with CALL storlab.wait(id), or stop it with storlab.cancel(id).")),
+    }
+}
+
 /// Inserts the job row and starts its worker, which waits until the
 /// caller's transaction commits and the row becomes visible. Returns the id.
 pub fn start(spec: JobSpec) -> i64 {
@@ -79,12 +113,15 @@ pub fn start(spec: JobSpec) -> i64 {
         conninfo::parse(c).map_err(invalid).or_raise();
     }
     let kind = spec.kind();
+    if spec.uses_pgbench_tables() {
+        pgbench_tables_free().or_raise();
+    }
     let args = JobArgs { spec, conninfo }.to_json();
     // the role the job runs as: read before switching to the owner
     let role = identity::caller();
     let id = as_owner(|| {
         Spi::get_one_with_args::<i64>(
-            "INSERT INTO storlab.jobs (kind, args, role) VALUES ($1, $2, $3) RETURNING id",
+            "INSERT INTO storlab.job_records (kind, args, role) VALUES ($1, $2, $3) RETURNING id",
             &[kind.into(), JsonB(args).into(), Name(role).into()],
         )
     })
@@ -130,7 +167,7 @@ pub fn checkpoint_option(mut options: RunOptions) -> RunOptions {
 fn may_cancel(job_id: i64) -> Result<(), Error> {
     let role = as_owner(|| {
         Spi::get_one_with_args::<String>(
-            "SELECT role::text FROM storlab.jobs WHERE id = $1",
+            "SELECT role::text FROM storlab.job_records WHERE id = $1",
             &[job_id.into()],
         )
     })
@@ -168,43 +205,78 @@ fn may_cancel(job_id: i64) -> Result<(), Error> {
 /// transaction may never commit (CALL storlab.wait cancels the job from an
 /// error handler, and the error then rolls the UPDATE back), yet the job
 /// must stop.
+/// Marks a queued or running job to stop; true if it was still going. Like
+/// everything in a transaction, it takes effect at commit: then the worker
+/// is signalled, and stops pgbench within a second or two. A queued job is
+/// cancelled before it starts.
 pub fn cancel(job_id: i64) -> bool {
-    may_cancel(job_id).unwrap_or_else(|f| f.raise());
+    may_cancel(job_id).or_raise();
+    let who = identity::caller();
     let worker = as_owner(|| {
-        Spi::get_one_with_args::<i32>(
-            "SELECT j.worker_pid FROM storlab.jobs j
-               JOIN pg_catalog.pg_stat_activity a ON a.pid = j.worker_pid AND a.backend_type = 'storlab job'
-              WHERE j.id = $1 AND j.status IN ('running', 'cancelling')",
-            &[job_id.into()],
-        )
-    })
-    .ok()
-    .flatten();
-    let marked = as_owner(|| {
-        Spi::get_one_with_args::<bool>(
+        Spi::get_two_with_args::<bool, i32>(
             "WITH c AS (
-               UPDATE storlab.jobs
+               UPDATE storlab.job_records
                   SET status = CASE status WHEN 'queued' THEN 'cancelled' ELSE 'cancelling' END,
                       finished_at = CASE status WHEN 'queued' THEN pg_catalog.clock_timestamp() END,
-                      error = CASE status WHEN 'queued' THEN 'cancelled with storlab.cancel() before it started' END
+                      error = CASE status WHEN 'queued' THEN pg_catalog.format('cancelled with storlab.cancel() by %s before it started', $2)
+                                          ELSE pg_catalog.format('cancelled with storlab.cancel() by %s', $2) END
                 WHERE id = $1 AND status IN ('queued', 'running')
-                RETURNING 1)
-             SELECT EXISTS (SELECT FROM c)",
-            &[job_id.into()],
+                RETURNING worker_pid)
+             SELECT EXISTS (SELECT FROM c), (SELECT worker_pid FROM c)",
+            &[job_id.into(), who.into()],
         )
     })
-    .ok()
-    .flatten()
-    .unwrap_or(false);
-    if let Some(pid) = worker {
-        // SAFETY: signals a storlab job worker of this server (checked above);
-        // its SIGTERM handler only sets a flag and its latch.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+    .map_err(spi("cancelling the job"))
+    .or_raise();
+    let (marked, pid) = (worker.0.unwrap_or(false), worker.1);
+    if let Some(pid) = pid.filter(|p| is_job_worker(*p)) {
+        // after the commit that makes 'cancelling' visible to the worker;
+        // never on rollback
+        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, move || {
+            signal_worker(pid)
+        });
     }
     marked
 }
 
-/// A job's status and error, for storlab.wait(); no row when there is no such job.
+/// Stops a running job at once, outside any transaction: for CALL
+/// storlab.wait, whose statement is being cancelled (its transaction rolls
+/// back, so cancel() would never take effect). Same rule as cancel().
+pub fn stop_now(job_id: i64) -> bool {
+    may_cancel(job_id).or_raise();
+    let pid = as_owner(|| {
+        Spi::get_one_with_args::<i32>(
+            "SELECT worker_pid FROM storlab.jobs WHERE id = $1 AND status IN ('running', 'cancelling')",
+            &[job_id.into()],
+        )
+    })
+    .map_err(spi("reading the job"))
+    .or_raise();
+    match pid.filter(|p| is_job_worker(*p)) {
+        Some(pid) => {
+            signal_worker(pid);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Is `pid` a storlab job worker of this server (not some other process
+/// that got the pid of one that exited)?
+fn is_job_worker(pid: i32) -> bool {
+    Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity WHERE pid = $1 AND backend_type = 'storlab job')",
+        &[pid.into()],
+    ) == Ok(Some(true))
+}
+
+/// SIGTERM to a job's worker (checked with [`is_job_worker`]): its handler
+/// only sets a flag and its latch.
+fn signal_worker(pid: i32) {
+    // SAFETY: kill() of a pid checked to be a storlab job worker.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+}
+
 pub fn status(job_id: i64) -> Option<(String, Option<String>)> {
     sweep_dead_jobs();
     let row = as_owner(|| {

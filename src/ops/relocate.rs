@@ -288,9 +288,13 @@ fn execute(
     } else {
         as_owner(|| {
             Spi::connect_mut(|c| {
-                c.update("SELECT pg_catalog.nextval('storlab.relocation_batches')", None, &[])?
-                    .first()
-                    .get_one()
+                c.update(
+                    "SELECT pg_catalog.nextval('storlab.relocation_batches')",
+                    None,
+                    &[],
+                )?
+                .first()
+                .get_one()
             })
             .map_err(spi("starting a batch"))
             .or_raise()
@@ -316,7 +320,10 @@ fn execute(
             // The plan was read without a lock: read the relation again now
             // that it is ours, so that history records what is really done.
             let Some(rel) = rels("WHERE c.oid = $1", vec![s.rel.oid.into()]).pop() else {
-                notice!("storlab: {} was dropped while storlab waited for it; nothing to move", s.rel.qualified);
+                notice!(
+                    "storlab: {} was dropped while storlab waited for it; nothing to move",
+                    s.rel.qualified
+                );
                 continue;
             };
             if rel.tablespace == s.to {
@@ -325,7 +332,9 @@ fn execute(
             }
             // The ALTER's own further locks (an index's table) get what is
             // left of the limit: lock_timeout bounds the whole wait.
-            let left = lock_timeout.saturating_sub(waited).max(Duration::from_millis(1));
+            let left = lock_timeout
+                .saturating_sub(waited)
+                .max(Duration::from_millis(1));
             set_lock_timeout(&format!("{}ms", left.as_millis().max(1)));
             let sql = statement(rel.kind, &rel.qualified, &quote_ident(&s.to))
                 .expect("plans hold movable kinds only");
@@ -411,7 +420,9 @@ fn move_candidates(root: pg_sys::Oid, to: &str, with_indexes: bool) -> Vec<(Rel,
         Kind::PartitionedTable | Kind::PartitionedIndex => {
             say_foreign_partitions(root);
             rels(
-                &format!("JOIN ({PARTITION_TREE}) p ON p.relid = c.oid ORDER BY p.level, c.relname"),
+                &format!(
+                    "JOIN ({PARTITION_TREE}) p ON p.relid = c.oid ORDER BY p.level, c.relname"
+                ),
                 vec![root.into()],
             )
         }
