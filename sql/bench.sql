@@ -32,15 +32,21 @@ SELECT script, clients, jobs, duration_s, scale, fillfactor, label,
        transactions > 0 AS measured, tps > 0 AS has_tps,
        lat_p50_ms <= lat_p99_ms AND lat_p99_ms <= lat_max_ms AS percentiles_ordered,
        length(histogram) > 0 AS has_histogram,
-       wal_bytes >= 0 AND blks_hit > 0 AND checkpoints >= 0 AS server_deltas,
-       blks_read_by_tablespace ? 'pg_default' AS reads_by_tablespace,
+       server_wal_bytes >= 0 AND server_checkpoints >= 0 AND db_blks_hit > 0 AS server_and_db_deltas,
+       db_blks_read_by_tablespace ? 'pg_default' AND run_blks_read_by_tablespace ? 'pg_default' AS reads_by_tablespace,
+       lat_stddev_ms > 0 AS has_stddev,
        layout @> '[{"relation": "pgbench_accounts", "tablespace": "pg_default"}]' AS layout_recorded,
        settings ? 'synchronous_commit' AS settings_recorded,
        pgbench_version LIKE 'pgbench (PostgreSQL) 15%' AS pgbench_15,
        finished_at > started_at AS timed
   FROM storlab.bench_runs WHERE id = :run_id;
--- One row per whole second of the run (partial seconds are left out).
-SELECT count(*) BETWEEN 1 AND 3 AS progress_rows, bool_and(tps > 0) AS all_busy
+-- One row per second of the run; the first and last are partial (pgbench
+-- did not run for the whole second) and marked so.
+SELECT count(*) FILTER (WHERE NOT partial) BETWEEN 1 AND 3 AS whole_seconds,
+       bool_and(tps > 0) FILTER (WHERE NOT partial) AS all_busy,
+       count(*) FILTER (WHERE partial) <= 2 AS at_most_two_partial,
+       bool_and(NOT partial) FILTER (WHERE t_s > (SELECT min(t_s) FROM storlab.bench_progress WHERE run_id = :run_id)
+                                      AND t_s < (SELECT max(t_s) FROM storlab.bench_progress WHERE run_id = :run_id)) AS inner_seconds_whole
   FROM storlab.bench_progress WHERE run_id = :run_id;
 SELECT kind, status, error FROM storlab.jobs WHERE id = :run_id;
 -- storlab.run_latency(run_ids, percentiles) reads the stored histogram back,
@@ -62,6 +68,14 @@ SELECT l->>'relation' AS relation, l->>'tablespace' AS tablespace
  WHERE r.id = :run_id AND l->>'relation' IN ('pgbench_accounts', 'pgbench_accounts_pkey')
  ORDER BY 1;
 SELECT script, options->>'protocol' AS protocol, transactions > 0 AS measured FROM storlab.bench_runs WHERE id = :run_id;
+-- Partitioned pgbench_accounts: the partitions carry the fillfactor, and the
+-- run records theirs (the partitioned parent has none).
+SELECT storlab.bench_init(scale => 1, fillfactor => 50, partitions => 2) AS init_job \gset
+CALL storlab.wait(:init_job);
+CALL storlab.bench('select-only', 1, 1, '1 s', options => '{"checkpoint_before": false}') \gset
+SELECT fillfactor, scale FROM storlab.bench_runs WHERE id = :run_id;
+SELECT storlab.bench_init(scale => 1, tablespace => 'lab_ram', index_tablespace => 'lab_disk') AS init_job \gset
+CALL storlab.wait(:init_job);
 -- With progress_interval, pgbench's own progress lines are kept in the
 -- job's detail (the stored per-second rows come from its transaction log).
 CALL storlab.bench('select-only', 1, 1, '2 s', options => '{"progress_interval": 1, "checkpoint_before": false}') \gset

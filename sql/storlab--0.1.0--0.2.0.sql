@@ -41,13 +41,60 @@ SELECT j.id, j.kind,
 COMMENT ON VIEW storlab.jobs IS 'Every storlab job with its status as of now: a job whose worker is gone is failed';
 GRANT SELECT ON storlab.jobs TO pg_monitor;
 
+-- A run's counters named for their scope (server-wide, database-wide), its
+-- own reads per tablespace, and progress rows that keep partial seconds.
+ALTER TABLE storlab.bench_runs RENAME COLUMN wal_bytes TO server_wal_bytes;
+ALTER TABLE storlab.bench_runs RENAME COLUMN wal_fpi TO server_wal_fpi;
+ALTER TABLE storlab.bench_runs RENAME COLUMN wal_write TO server_wal_write;
+ALTER TABLE storlab.bench_runs RENAME COLUMN wal_sync TO server_wal_sync;
+ALTER TABLE storlab.bench_runs RENAME COLUMN wal_sync_time_ms TO server_wal_sync_time_ms;
+ALTER TABLE storlab.bench_runs RENAME COLUMN checkpoints TO server_checkpoints;
+ALTER TABLE storlab.bench_runs RENAME COLUMN buffers_checkpoint TO server_buffers_checkpoint;
+ALTER TABLE storlab.bench_runs RENAME COLUMN buffers_backend TO server_buffers_backend;
+ALTER TABLE storlab.bench_runs RENAME COLUMN buffers_backend_fsync TO server_buffers_backend_fsync;
+ALTER TABLE storlab.bench_runs RENAME COLUMN blks_read TO db_blks_read;
+ALTER TABLE storlab.bench_runs RENAME COLUMN blks_hit TO db_blks_hit;
+ALTER TABLE storlab.bench_runs RENAME COLUMN blk_read_time_ms TO db_blk_read_time_ms;
+ALTER TABLE storlab.bench_runs RENAME COLUMN blk_write_time_ms TO db_blk_write_time_ms;
+ALTER TABLE storlab.bench_runs RENAME COLUMN blks_read_by_tablespace TO db_blks_read_by_tablespace;
+ALTER TABLE storlab.bench_runs ADD COLUMN run_blks_read_by_tablespace jsonb;
+ALTER TABLE storlab.bench_progress ADD COLUMN partial boolean NOT NULL DEFAULT false;
+
+-- compare_tablespaces says which storage is volatile; roles go to durable storage.
+DROP FUNCTION storlab.compare_tablespaces(interval, interval);
+CREATE FUNCTION storlab.compare_tablespaces(
+	"max_age" interval DEFAULT '1 day',
+	"duration" interval DEFAULT '2 seconds'
+) RETURNS TABLE (
+	"tablespace" name,
+	"fs_type" TEXT,
+	"device" TEXT,
+	"randread_p50_us" double precision,
+	"randread_p99_us" double precision,
+	"randread_iops" double precision,
+	"randwrite_p99_us" double precision,
+	"wal_commit_p50_us" double precision,
+	"wal_commit_p99_us" double precision,
+	"seqwrite_mib_s" double precision,
+	"seqread_mib_s" double precision,
+	"volatile" bool,
+	"randread_vs_best" double precision,
+	"wal_commit_vs_best" double precision,
+	"best_for" TEXT[],
+	"probed_at" timestamp with time zone
+)
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'compare_tablespaces_wrapper';
+REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval) FROM PUBLIC;
+
 -- Every function runs behind a fixed search_path: the caller's never
 -- decides which function or operator runs.
 ALTER FUNCTION storlab.apply_layout(tables_tablespace name, indexes_tablespace name, schema_name name, lock_timeout interval, dry_run boolean) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION storlab.bench_init(scale integer, fillfactor integer, tablespace name, index_tablespace name, partitions integer) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION storlab.bench_start(script text, clients integer, jobs integer, duration interval, label text, options jsonb) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION storlab.cancel(job_id bigint) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION storlab.compare_tablespaces(max_age interval, duration interval) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION storlab.fsync_cost(tablespace name, duration interval) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION storlab.job_status(job_id bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION storlab.layout(schema_name name) SET search_path = pg_catalog, pg_temp;

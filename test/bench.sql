@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(30);
+SELECT plan(31);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -104,6 +104,7 @@ RESET storlab.conninfo;
 SELECT is(pg_temp.final_status(:bad_job), 'failed', 'a run pgbench cannot start fails');
 SELECT alike((SELECT error FROM storlab.jobs WHERE id = :bad_job), 'pgbench exited with status 1:%connection to server%',
              'and jobs.error holds pgbench''s stderr');
+SELECT ok((SELECT finished_at IS NOT NULL FROM storlab.bench_runs WHERE id = :bad_job), 'the failed run has its finished_at');
 
 -- Jobs on one database's pgbench tables exclude each other: while a run is
 -- going, pgbench -i (which drops the tables) and a second run are refused.

@@ -40,20 +40,24 @@ CREATE TABLE storlab.bench_runs (
     lat_p99_ms              float8,
     lat_max_ms              float8,
     histogram               bytea,     -- HDR histogram of transaction latency (microseconds), from pgbench's log
-    wal_bytes               numeric,   -- server-side deltas over the run
-    wal_fpi                 bigint,
-    wal_write               bigint,
-    wal_sync                bigint,
-    wal_sync_time_ms        float8,
-    checkpoints             bigint,
-    buffers_checkpoint      bigint,
-    buffers_backend         bigint,
-    buffers_backend_fsync   bigint,
-    blks_read               bigint,
-    blks_hit                bigint,
-    blk_read_time_ms        float8,
-    blk_write_time_ms       float8,
-    blks_read_by_tablespace jsonb,
+    -- deltas over the run, named for their scope: server_* are the whole
+    -- server's (pg_stat_wal, pg_stat_bgwriter), db_* the whole database's
+    -- (pg_stat_database, pg_statio_user_*): autovacuum and other sessions
+    -- count too. run_blks_read_by_tablespace (last column) is the run's own.
+    server_wal_bytes             numeric,
+    server_wal_fpi               bigint,
+    server_wal_write             bigint,
+    server_wal_sync              bigint,
+    server_wal_sync_time_ms      float8,
+    server_checkpoints           bigint,
+    server_buffers_checkpoint    bigint,
+    server_buffers_backend       bigint,
+    server_buffers_backend_fsync bigint,
+    db_blks_read                 bigint,
+    db_blks_hit                  bigint,
+    db_blk_read_time_ms          float8,
+    db_blk_write_time_ms         float8,
+    db_blks_read_by_tablespace   jsonb,
     statements              jsonb,
     settings                jsonb,
     options                 jsonb NOT NULL DEFAULT '{}',
@@ -62,10 +66,12 @@ CREATE TABLE storlab.bench_runs (
     system_identifier       bigint NOT NULL,
     hostname                text   NOT NULL,
     started_at              timestamptz,
-    finished_at             timestamptz
+    finished_at             timestamptz,  -- also when the run failed or was cancelled
+    run_blks_read_by_tablespace jsonb     -- blocks read from pgbench's own tables and indexes, per tablespace
 );
 
--- One row per second of a run, from pgbench's transaction log.
+-- One row per second of a run, from pgbench's transaction log; the first and
+-- last are kept and marked partial.
 CREATE TABLE storlab.bench_progress (
     run_id     bigint NOT NULL REFERENCES storlab.bench_runs (id) ON DELETE CASCADE,
     t_s        integer NOT NULL,
@@ -73,6 +79,7 @@ CREATE TABLE storlab.bench_progress (
     lat_avg_ms float8,
     lat_max_ms float8,
     failures   bigint,
+    partial    boolean NOT NULL DEFAULT false,  -- the run's first or last second, not whole: its tps understates
     PRIMARY KEY (run_id, t_s)
 );
 

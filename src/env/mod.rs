@@ -86,3 +86,23 @@ mod tests {
         assert!(facts(Path::new("/no/such/storlab/folder")).is_err());
     }
 }
+
+/// Storage that loses its contents at a reboot: RAM filesystems, and
+/// filesystems on a zram (compressed RAM) block device.
+pub fn is_volatile(fs_type: &str, device: &str) -> bool {
+    matches!(fs_type, "tmpfs" | "ramfs") || device.trim_start_matches("/dev/").starts_with("zram")
+}
+
+#[cfg(test)]
+mod volatile_tests {
+    use super::is_volatile;
+
+    #[test]
+    fn ram_backed_storage_is_volatile() {
+        assert!(is_volatile("tmpfs", "tmpfs"));
+        assert!(is_volatile("ramfs", "none"));
+        assert!(is_volatile("ext4", "/dev/zram0"));
+        assert!(!is_volatile("ext4", "/dev/vda1"));
+        assert!(!is_volatile("xfs", "/dev/loop3"));
+    }
+}

@@ -67,31 +67,38 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
     // Jobs on this database's pgbench tables exclude each other; the caller
     // checked when it started the job, this checks again in a transaction
     // of its own (a caller at REPEATABLE READ may not have seen the other).
-    let busy = bookkeeping(|| {
+    let start = bookkeeping(|| {
         if job.args.spec.uses_pgbench_tables() {
             Spi::run(ops_jobs::PGBENCH_TABLES_LOCK)?;
             if let Some(other) =
                 Spi::get_one_with_args::<String>(ops_jobs::PGBENCH_TABLES_USER, &[job_id.into()])?
             {
-                return Ok(Some(other));
+                return Ok(Start::Busy(other));
             }
         }
-        Spi::run_with_args(
-            "UPDATE storlab.job_records SET status = 'running', worker_pid = pg_catalog.pg_backend_pid(),
-                    started_at = pg_catalog.clock_timestamp()
-              WHERE id = $1",
+        // only a job still queued starts: a cancel() may have committed
+        // since the row was read
+        let started = Spi::get_one_with_args::<bool>(
+            "WITH s AS (
+               UPDATE storlab.job_records SET status = 'running', worker_pid = pg_catalog.pg_backend_pid(),
+                      started_at = pg_catalog.clock_timestamp()
+                WHERE id = $1 AND status = 'queued'
+                RETURNING 1)
+             SELECT EXISTS (SELECT FROM s)",
             &[job_id.into()],
         )?;
-        Ok(None)
+        Ok(if started == Some(true) { Start::Started } else { Start::Cancelled })
     });
-    if let Some(other) = busy {
-        return finish(
-            job_id,
-            "failed",
-            Some(format!(
-                "pgbench's tables in this database are in use by {other}"
-            )),
-        );
+    match start {
+        Start::Started => {}
+        Start::Cancelled => return,
+        Start::Busy(other) => {
+            return finish(
+                job_id,
+                "failed",
+                Some(format!("pgbench's tables in this database are in use by {other}")),
+            )
+        }
     }
     // An ERROR in the job's own work (a privilege the caller lacks, a
     // table dropped under it) ends the job 'failed' with that error's text,
@@ -117,7 +124,13 @@ fn finish(job_id: i64, status: &str, error: Option<String>) {
         Spi::run_with_args(
             "UPDATE storlab.job_records SET status = $2, error = coalesce($3, error), finished_at = pg_catalog.clock_timestamp()
               WHERE id = $1",
-            &[job_id.into(), status.into(), error.into()],
+            &[job_id.into(), status.into(), error.clone().into()],
+        )?;
+        // a run that failed or was cancelled ended too
+        Spi::run_with_args(
+            "UPDATE storlab.bench_runs SET finished_at = pg_catalog.clock_timestamp()
+              WHERE id = $1 AND finished_at IS NULL",
+            &[job_id.into()],
         )
     });
 }
@@ -134,6 +147,15 @@ fn error_text(e: &pg_sys::panic::CaughtError) -> String {
         text.push_str(&format!(": {detail}"));
     }
     text
+}
+
+/// What became of a queued job when its worker came to start it.
+enum Start {
+    Started,
+    /// cancelled before it started
+    Cancelled,
+    /// another job uses the same pgbench tables
+    Busy(String),
 }
 
 /// A job as the worker reads it.

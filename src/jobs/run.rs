@@ -203,9 +203,10 @@ fn pgbench_schema() -> Result<String, JobEnd> {
 
 /// The server's cumulative counters, read in a transaction of their own
 /// (statistics snapshots last a transaction).
-fn counters() -> serde_json::Value {
+fn counters(pgbench_schema: &str) -> serde_json::Value {
+    let schema = unquote(pgbench_schema);
     as_caller(|| {
-        Spi::get_one::<JsonB>(
+        Spi::get_one_with_args::<JsonB>(
             "SELECT jsonb_build_object(
                  'wal_bytes', w.wal_bytes, 'wal_fpi', w.wal_fpi, 'wal_write', w.wal_write, 'wal_sync', w.wal_sync,
                  'wal_sync_time', w.wal_sync_time,
@@ -223,9 +224,23 @@ fn counters() -> serde_json::Value {
                        LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
                        CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
                                     WHERE db.datname = current_database()) dts
+                      GROUP BY 1) x),
+                 'run_by_tablespace', (   -- pgbench's own tables and indexes only
+                   SELECT coalesce(jsonb_object_agg(ts, n), '{}') FROM (
+                     SELECT coalesce(t.spcname, dts.spcname) AS ts, sum(n) AS n FROM (
+                         SELECT relid AS oid, coalesce(heap_blks_read, 0) AS n FROM pg_statio_user_tables
+                          WHERE schemaname = $1 AND relname ~ '^(pgbench_|storlab_bench_append)'
+                         UNION ALL SELECT indexrelid, coalesce(idx_blks_read, 0) FROM pg_statio_user_indexes
+                          WHERE schemaname = $1 AND relname ~ '^(pgbench_|storlab_bench_append)'
+                       ) r
+                       JOIN pg_class c ON c.oid = r.oid
+                       LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
+                       CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
+                                    WHERE db.datname = current_database()) dts
                       GROUP BY 1) x))
                FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d
               WHERE d.datname = current_database()",
+            &[Name(schema.clone()).into()],
         )
     })
     .map(|j| j.0)
@@ -265,10 +280,17 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
     let accounts = format!("{schema}.pgbench_accounts").replace('\'', "''");
     let (scale, fillfactor) = as_caller(|| {
         Spi::get_two::<i32, i32>(&format!(
+            // a partitioned pgbench_accounts has no storage and no
+            // fillfactor of its own: its partitions carry it
             "SELECT (SELECT pg_catalog.count(*)::int FROM {schema}.pgbench_branches),
-                    coalesce((SELECT option_value::int FROM pg_catalog.pg_options_to_table(
-                                (SELECT reloptions FROM pg_catalog.pg_class WHERE oid = '{accounts}'::regclass))
-                               WHERE option_name = 'fillfactor'), 100)",
+                    (SELECT coalesce((SELECT o.option_value::int FROM pg_catalog.pg_options_to_table(c.reloptions) o
+                                       WHERE o.option_name = 'fillfactor'), 100)
+                       FROM pg_catalog.pg_class c
+                      WHERE c.relkind = 'r'
+                        AND (c.oid = '{accounts}'::regclass
+                             OR c.oid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i
+                                           WHERE i.inhparent = '{accounts}'::regclass))
+                      ORDER BY c.relname LIMIT 1)",
         ))
     });
     let mut o = BenchOptions::new(&r.script, &job.database, dir);
@@ -315,7 +337,7 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
             &[job.id.into(), scale.into(), fillfactor.into(), Name(unquote(&schema)).into()],
         )
     });
-    let before = counters();
+    let before = counters(&schema);
     let statements_before = statements();
     // pgbench's own vacuum and start-up come before the timed run; allow them a minute
     let out = run_pgbench(job, &args, dir, Duration::from_secs(duration_s as u64 + 60))?;
@@ -338,7 +360,7 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
             );
         }
     }
-    let after = counters();
+    let after = counters(&schema);
     let statements_after = statements();
 
     let summary = pgbench::parse_summary(&stdout)
@@ -360,22 +382,25 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
                  tps = $2, transactions = $3, failures = $4, lat_avg_ms = $5, lat_stddev_ms = $6,
                  lat_p50_ms = $7, lat_p90_ms = $8, lat_p95_ms = $9, lat_p99_ms = $10, lat_max_ms = $11,
                  histogram = $12, pgbench_version = $13, finished_at = pg_catalog.clock_timestamp(),
-                 wal_bytes = ($15->>'wal_bytes')::numeric - ($14->>'wal_bytes')::numeric,
-                 wal_fpi = ($15->>'wal_fpi')::bigint - ($14->>'wal_fpi')::bigint,
-                 wal_write = ($15->>'wal_write')::bigint - ($14->>'wal_write')::bigint,
-                 wal_sync = ($15->>'wal_sync')::bigint - ($14->>'wal_sync')::bigint,
-                 wal_sync_time_ms = ($15->>'wal_sync_time')::float8 - ($14->>'wal_sync_time')::float8,
-                 checkpoints = ($15->>'checkpoints')::bigint - ($14->>'checkpoints')::bigint,
-                 buffers_checkpoint = ($15->>'buffers_checkpoint')::bigint - ($14->>'buffers_checkpoint')::bigint,
-                 buffers_backend = ($15->>'buffers_backend')::bigint - ($14->>'buffers_backend')::bigint,
-                 buffers_backend_fsync = ($15->>'buffers_backend_fsync')::bigint - ($14->>'buffers_backend_fsync')::bigint,
-                 blks_read = ($15->>'blks_read')::bigint - ($14->>'blks_read')::bigint,
-                 blks_hit = ($15->>'blks_hit')::bigint - ($14->>'blks_hit')::bigint,
-                 blk_read_time_ms = ($15->>'blk_read_time')::float8 - ($14->>'blk_read_time')::float8,
-                 blk_write_time_ms = ($15->>'blk_write_time')::float8 - ($14->>'blk_write_time')::float8,
-                 blks_read_by_tablespace = (
+                 server_wal_bytes = ($15->>'wal_bytes')::numeric - ($14->>'wal_bytes')::numeric,
+                 server_wal_fpi = ($15->>'wal_fpi')::bigint - ($14->>'wal_fpi')::bigint,
+                 server_wal_write = ($15->>'wal_write')::bigint - ($14->>'wal_write')::bigint,
+                 server_wal_sync = ($15->>'wal_sync')::bigint - ($14->>'wal_sync')::bigint,
+                 server_wal_sync_time_ms = ($15->>'wal_sync_time')::float8 - ($14->>'wal_sync_time')::float8,
+                 server_checkpoints = ($15->>'checkpoints')::bigint - ($14->>'checkpoints')::bigint,
+                 server_buffers_checkpoint = ($15->>'buffers_checkpoint')::bigint - ($14->>'buffers_checkpoint')::bigint,
+                 server_buffers_backend = ($15->>'buffers_backend')::bigint - ($14->>'buffers_backend')::bigint,
+                 server_buffers_backend_fsync = ($15->>'buffers_backend_fsync')::bigint - ($14->>'buffers_backend_fsync')::bigint,
+                 db_blks_read = ($15->>'blks_read')::bigint - ($14->>'blks_read')::bigint,
+                 db_blks_hit = ($15->>'blks_hit')::bigint - ($14->>'blks_hit')::bigint,
+                 db_blk_read_time_ms = ($15->>'blk_read_time')::float8 - ($14->>'blk_read_time')::float8,
+                 db_blk_write_time_ms = ($15->>'blk_write_time')::float8 - ($14->>'blk_write_time')::float8,
+                 db_blks_read_by_tablespace = (
                    SELECT jsonb_object_agg(a.key, a.value::numeric - coalesce(($14->'by_tablespace'->>a.key)::numeric, 0))
                      FROM jsonb_each_text($15->'by_tablespace') a),
+                 run_blks_read_by_tablespace = (
+                   SELECT jsonb_object_agg(a.key, a.value::numeric - coalesce(($14->'run_by_tablespace'->>a.key)::numeric, 0))
+                     FROM jsonb_each_text($15->'run_by_tablespace') a),
                  statements = (   -- the run's top ten statements by execution time
                    SELECT jsonb_agg(s ORDER BY (s->>'total_ms')::float8 DESC) FROM (
                      SELECT jsonb_build_object(
@@ -396,7 +421,9 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
                 summary.transactions.into(),
                 summary.failed.into(),
                 summary.lat_avg_ms.into(),
-                summary.lat_stddev_ms.into(),
+                // pgbench prints it only with --rate or --progress; the
+                // histogram always has it (of the logged sample)
+                summary.lat_stddev_ms.or(p.as_ref().map(|p| p.lat_stddev_ms)).into(),
                 p.as_ref().map(|p| p.lat_p50_ms).into(),
                 p.as_ref().map(|p| p.lat_p90_ms).into(),
                 p.as_ref().map(|p| p.lat_p95_ms).into(),
@@ -411,10 +438,12 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
             ],
         )?;
         // partial seconds (the first and last) would understate the rate
-        for row in progress.iter().filter(|r| r.complete) {
+        // the first and last seconds are partial: kept, and marked so,
+        // since their tps understates the rate
+        for row in &progress {
             Spi::run_with_args(
-                "INSERT INTO storlab.bench_progress (run_id, t_s, tps, lat_avg_ms, lat_max_ms, failures)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO storlab.bench_progress (run_id, t_s, tps, lat_avg_ms, lat_max_ms, failures, partial)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 &[
                     job.id.into(),
                     (row.t_s as i32).into(),
@@ -422,6 +451,7 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
                     row.lat_avg_ms.into(),
                     row.lat_max_ms.into(),
                     (row.failures as i64).into(),
+                    (!row.complete).into(),
                 ],
             )?;
         }

@@ -238,6 +238,11 @@ pub fn compare(max_age: Interval, duration: Duration) -> Vec<(Target, Figures, R
         }
         all.push(f);
     }
+    for (t, f) in targets.iter().zip(all.iter_mut()) {
+        f.scores.volatile = env::facts(&t.folder)
+            .map(|x| env::is_volatile(&x.fs_type, &x.device))
+            .unwrap_or(false);
+    }
     let ranks = rank(&all.iter().map(|f| f.scores).collect::<Vec<_>>());
     targets
         .into_iter()

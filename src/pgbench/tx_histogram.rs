@@ -39,6 +39,7 @@ impl std::error::Error for TxHistogramError {}
 pub struct LatencyPercentiles {
     pub count: u64,
     pub lat_avg_ms: f64,
+    pub lat_stddev_ms: f64,
     pub lat_p50_ms: f64,
     pub lat_p90_ms: f64,
     pub lat_p95_ms: f64,
@@ -103,6 +104,7 @@ impl TxHistogram {
         Some(LatencyPercentiles {
             count: self.inner.len(),
             lat_avg_ms: self.inner.mean() / 1_000.0,
+            lat_stddev_ms: self.inner.stdev() / 1_000.0,
             lat_p50_ms: q(0.50),
             lat_p90_ms: q(0.90),
             lat_p95_ms: q(0.95),
@@ -138,6 +140,16 @@ fn us_to_ms(us: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stddev_comes_from_the_histogram() {
+        let mut h = TxHistogram::new();
+        h.record_us(1_000);
+        h.record_us(3_000);
+        let p = h.percentiles().unwrap();
+        assert!((p.lat_avg_ms - 2.0).abs() < 0.01, "{p:?}");
+        assert!((p.lat_stddev_ms - 1.0).abs() < 0.01, "{p:?}");
+    }
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
     fn close(got: f64, want: f64) -> bool {

@@ -9,6 +9,10 @@ pub struct Scores {
     pub wal_commit_p99_us: Option<f64>,
     pub seqwrite_mib_s: Option<f64>,
     pub seqread_mib_s: Option<f64>,
+    /// Storage that loses its contents at a reboot (tmpfs, zram): fast, and
+    /// no place for WAL, data or indexes, so it wins no role and is no one's
+    /// yardstick while durable storage was measured too.
+    pub volatile: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -16,9 +20,9 @@ pub struct Ranking {
     /// randread p99 / best randread p99: 1.0 is the best, 3.0 three times slower.
     pub randread_vs_best: Option<f64>,
     pub wal_commit_vs_best: Option<f64>,
-    /// Roles this tablespace wins: `wal` (lowest WAL commit p99), `indexes`
-    /// (lowest 8 kB random read p99), `bulk` (highest sequential throughput,
-    /// read plus write).
+    /// Roles this tablespace wins among durable storage: `wal` (lowest WAL
+    /// commit p99), `indexes` (lowest 8 kB random read p99), `bulk` (highest
+    /// sequential throughput, read plus write).
     pub best_for: Vec<&'static str>,
 }
 
@@ -36,11 +40,16 @@ fn min_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.min(v))))
 }
 
+/// Ratios to the best durable figure, and each role to the durable winner.
+/// When every measured tablespace is volatile, they compete among themselves.
 pub fn rank(all: &[Scores]) -> Vec<Ranking> {
-    let best_read = min_of(all.iter().map(|s| positive(s.randread_p99_us)));
-    let best_wal = min_of(all.iter().map(|s| positive(s.wal_commit_p99_us)));
-    let best_bulk = all
-        .iter()
+    let any_durable = all.iter().any(|s| {
+        !s.volatile && (positive(s.randread_p99_us).is_some() || positive(s.wal_commit_p99_us).is_some())
+    });
+    let candidates = || all.iter().filter(move |s| !(any_durable && s.volatile));
+    let best_read = min_of(candidates().map(|s| positive(s.randread_p99_us)));
+    let best_wal = min_of(candidates().map(|s| positive(s.wal_commit_p99_us)));
+    let best_bulk = candidates()
         .filter_map(bulk)
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     all.iter()
@@ -48,14 +57,15 @@ pub fn rank(all: &[Scores]) -> Vec<Ranking> {
             let read = positive(s.randread_p99_us);
             let wal = positive(s.wal_commit_p99_us);
             let mut best_for = Vec::new();
-            // Ties share the role: two RAM disks are equally good for WAL.
-            if wal.is_some() && wal == best_wal {
+            let competes = !(any_durable && s.volatile);
+            // Ties share the role: two equal disks are equally good for WAL.
+            if competes && wal.is_some() && wal == best_wal {
                 best_for.push("wal");
             }
-            if read.is_some() && read == best_read {
+            if competes && read.is_some() && read == best_read {
                 best_for.push("indexes");
             }
-            if bulk(s).is_some() && bulk(s) == best_bulk {
+            if competes && bulk(s).is_some() && bulk(s) == best_bulk {
                 best_for.push("bulk");
             }
             Ranking {
@@ -77,6 +87,7 @@ mod tests {
             wal_commit_p99_us: Some(wal),
             seqwrite_mib_s: Some(w),
             seqread_mib_s: Some(r),
+            volatile: false,
         }
     }
 
@@ -116,6 +127,24 @@ mod tests {
         );
         assert_eq!(r[1].randread_vs_best, Some(1.0));
         assert!(rank(&[]).is_empty());
+    }
+
+    #[test]
+    fn volatile_storage_wins_no_role_beside_durable_storage() {
+        let ram = Scores {
+            volatile: true,
+            ..s(10.0, 5.0, 2000.0, 4000.0)
+        };
+        let ssd = s(100.0, 500.0, 300.0, 900.0);
+        let hdd = s(5000.0, 8000.0, 100.0, 150.0);
+        let r = rank(&[ram, ssd, hdd]);
+        assert!(r[0].best_for.is_empty(), "tmpfs is no place for WAL");
+        assert_eq!(r[1].best_for, vec!["wal", "indexes", "bulk"]);
+        assert_eq!(r[1].wal_commit_vs_best, Some(1.0), "the yardstick is durable");
+        assert_eq!(r[0].wal_commit_vs_best, Some(0.01));
+        // with only volatile storage measured, it still ranks among itself
+        let r = rank(&[ram]);
+        assert_eq!(r[0].best_for, vec!["wal", "indexes", "bulk"]);
     }
 
     #[test]
