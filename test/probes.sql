@@ -2,7 +2,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(16);
+SELECT plan(18);
 
 CREATE FUNCTION pg_temp.scratch_files() RETURNS bigint LANGUAGE sql AS $$
   SELECT count(*) FROM storlab.tablespaces() t,
@@ -105,6 +105,26 @@ SELECT CASE WHEN EXISTS (SELECT FROM storlab.tablespaces() WHERE tablespace = 'l
 ELSE skip('the lab was made without root: no small ext4', 1) END;
 RESET storlab.min_free_bytes;
 SELECT is(pg_temp.scratch_files(), 0::bigint, 'no scratch file anywhere after all of the above');
+
+-- Probes of one volume never overlap: a second one waits for the first (so
+-- two probes that each fit the free space never run it out together, and
+-- neither measures the other), no longer than lock_timeout.
+SELECT dblink_connect('neighbour', format('host=%s port=%s dbname=%s user=%s',
+       current_setting('unix_socket_directories'), current_setting('port'), current_database(), current_user));
+SELECT dblink_send_query('neighbour',
+       $$SELECT id FROM storlab.probe('lab_ram', 'randwrite', duration => '2 s', file_size => 1048576, direct => false)$$);
+SELECT pg_sleep(0.5);
+SET LOCAL lock_timeout = '300ms';
+SELECT throws_ok($$SELECT storlab.probe('lab_ram', 'randread', duration => '100 ms', file_size => 1048576, direct => false)$$,
+                 '55P03', NULL, 'a probe of a volume another probe is using waits no longer than lock_timeout');
+SET LOCAL lock_timeout = 0;
+CREATE TEMP TABLE after_neighbour AS
+  SELECT * FROM storlab.probe('lab_ram', 'randread', duration => '100 ms', file_size => 1048576, direct => false);
+CREATE TEMP TABLE neighbour AS SELECT * FROM dblink_get_result('neighbour') AS r(id bigint);
+SELECT dblink_disconnect('neighbour');
+SELECT ok((SELECT a.started_at >= p.started_at + p.duration_s * interval '1 s'
+             FROM after_neighbour a, storlab.probes p WHERE p.id = (SELECT id FROM neighbour)),
+          'without a lock_timeout it waits, and starts once the other has finished');
 
 -- Probing writes files: a role without the grant is refused.
 CREATE ROLE tap_probe_nobody;

@@ -29,6 +29,26 @@ pub fn fs_space(path: &Path) -> io::Result<FsSpace> {
     })
 }
 
+/// The filesystem's device number, the identity of "the same volume" for
+/// probes that must not overlap.
+pub fn device_id(path: &Path) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata(path)?.dev())
+}
+
+/// Asks the filesystem to finish work it defers: xfs frees an unlinked
+/// file's blocks lazily, so free space read right after a large probe
+/// removed its file can be short by that file (syncfs flushes that queue).
+pub fn settle(path: &Path) -> io::Result<()> {
+    let dir = std::fs::File::open(path)?;
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: syncfs on a descriptor we own.
+    if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Apparent size of everything below `dir`, counted as pg_tablespace_size()
 /// counts it: st_size of every file and of every folder below (PostgreSQL adds
 /// the database folders' own sizes), not allocated blocks. Files that vanish

@@ -87,7 +87,11 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
              SELECT EXISTS (SELECT FROM s)",
             &[job_id.into()],
         )?;
-        Ok(if started == Some(true) { Start::Started } else { Start::Cancelled })
+        Ok(if started == Some(true) {
+            Start::Started
+        } else {
+            Start::Cancelled
+        })
     });
     match start {
         Start::Started => {}
@@ -96,7 +100,9 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
             return finish(
                 job_id,
                 "failed",
-                Some(format!("pgbench's tables in this database are in use by {other}")),
+                Some(format!(
+                    "pgbench's tables in this database are in use by {other}"
+                )),
             )
         }
     }

@@ -88,6 +88,104 @@ pub fn facts_json(target: &Target) -> serde_json::Value {
     }
 }
 
+/// The free space of the target's filesystem. When it falls short of
+/// `need`, the filesystem is asked to settle first (xfs frees a removed
+/// file's blocks lazily: right after a large probe the space is there, but
+/// not yet counted) and read again, for up to a second.
+fn free_space_for(target: &Target, need: u64) -> Result<env::space::FsSpace, Error> {
+    let read = || {
+        env::space::fs_space(&target.folder).map_err(|e| {
+            Error::new(
+                SqlState::IoError,
+                format!(
+                    "cannot read the free space of {}: {e}",
+                    target.folder.display()
+                ),
+            )
+        })
+    };
+    let mut space = read()?;
+    for _ in 0..5 {
+        if space.avail_bytes >= need {
+            break;
+        }
+        let _ = env::space::settle(&target.folder);
+        pg_sys::check_for_interrupts!();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        space = read()?;
+    }
+    Ok(space)
+}
+
+/// The advisory lock space of "a storlab probe is using this device".
+const PROBE_LOCK_CLASS: u32 = 0x5354_4c42; // "STLB"
+
+/// Probes of one volume never overlap: two probes that each fit the free
+/// space could together run it out (on a volume holding live data, or pg_wal
+/// with its max_wal_size reserve), and each would measure the other. A probe
+/// holds a session-level advisory lock on its filesystem's device for as long
+/// as it runs (released when the guard drops: on return, on ERROR as it
+/// unwinds, and by PostgreSQL itself if the backend exits). A second probe
+/// waits for it, with a NOTICE naming the holder, bounded by lock_timeout
+/// like any lock wait, and cancellable.
+struct DeviceLock(pg_sys::LOCKTAG);
+
+impl DeviceLock {
+    fn tag(dev: u64) -> pg_sys::LOCKTAG {
+        pg_sys::LOCKTAG {
+            // SAFETY: a plain read of the backend's database id.
+            locktag_field1: u32::from(unsafe { pg_sys::MyDatabaseId }),
+            locktag_field2: PROBE_LOCK_CLASS,
+            locktag_field3: ((dev ^ (dev >> 32)) & 0x7fff_ffff) as u32,
+            // 2: the (int4, int4) form, as pg_advisory_lock(int4, int4) spells it
+            locktag_field4: 2,
+            locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+            locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+        }
+    }
+
+    fn acquire(target: &Target) -> Result<DeviceLock, Error> {
+        let dev = env::space::device_id(&target.folder).map_err(|e| {
+            Error::new(
+                SqlState::IoError,
+                format!("cannot stat {}: {e}", target.folder.display()),
+            )
+        })?;
+        let tag = Self::tag(dev);
+        let mode = pg_sys::ExclusiveLock as pg_sys::LOCKMODE;
+        // SAFETY: the lock manager, from the backend's main thread.
+        let got = unsafe { pg_sys::LockAcquire(&tag, mode, true, true) };
+        if got == pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL {
+            let holders = Spi::get_one_with_args::<String>(
+                "SELECT pg_catalog.string_agg(pid::text, ', ') FROM pg_catalog.pg_locks
+                  WHERE locktype = 'advisory' AND classid = $1::int8::oid AND objid = $2::int8::oid
+                    AND objsubid = 2 AND granted",
+                &[
+                    (tag.locktag_field2 as i64).into(),
+                    (tag.locktag_field3 as i64).into(),
+                ],
+            )
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "?".into());
+            notice!(
+                "storlab: waiting for another storlab probe on the device of {} (pid {holders}): probes of one volume never overlap",
+                target.name
+            );
+            // SAFETY: as above; waits like any lock (lock_timeout, cancel)
+            unsafe { pg_sys::LockAcquire(&tag, mode, true, false) };
+        }
+        Ok(DeviceLock(tag))
+    }
+}
+
+impl Drop for DeviceLock {
+    fn drop(&mut self) {
+        // SAFETY: releases the session lock acquired in acquire().
+        unsafe { pg_sys::LockRelease(&self.0, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, true) };
+    }
+}
+
 /// Checks the free space, runs the engine and stores one row; returns its id.
 /// `suite` marks rows of the standard suite ('standard') and of fsync_cost
 /// ('fsync_cost'), so that comparisons never pick up an ad-hoc probe.
@@ -98,21 +196,14 @@ pub fn measure(
     suite: Option<&str>,
 ) -> Result<i64, Error> {
     let dir = scratch_dir(target);
-    let space = env::space::fs_space(&target.folder).map_err(|e| {
-        Error::new(
-            SqlState::IoError,
-            format!(
-                "cannot read the free space of {}: {e}",
-                target.folder.display()
-            ),
-        )
-    })?;
+    let _device = DeviceLock::acquire(target)?;
     let wal_reserve = if target.kind == "wal" {
         wal_reserve_bytes()
     } else {
         0
     };
     let need = spec.file_size + min_free_bytes() + wal_reserve;
+    let space = free_space_for(target, need)?;
     if space.avail_bytes < need {
         return Err(Error::new(
             SqlState::DiskFull,

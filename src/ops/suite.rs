@@ -27,14 +27,32 @@ fn suite_file_for(target: &Target, min_bytes: u64) -> u64 {
     suite_file_size(suite_file_cap(), free, min_bytes)
 }
 
-fn suite_spec(target: &Target, item: &SuiteItem, duration: Duration, workers: usize) -> ProbeSpec {
+/// One suite's scratch file size on a target, decided once: every workload
+/// of the suite is measured on a file of the same size, whatever the free
+/// space does meanwhile (each probe still checks that its file fits).
+fn suite_file_once(target: &Target, max_workers: usize) -> u64 {
+    let need = SUITE
+        .iter()
+        .map(|i| (i.block_size * max_workers) as u64)
+        .max()
+        .unwrap_or(0);
+    suite_file_for(target, need)
+}
+
+fn suite_spec(
+    target: &Target,
+    item: &SuiteItem,
+    duration: Duration,
+    workers: usize,
+    file_size: u64,
+) -> ProbeSpec {
     ProbeSpec {
         dir: scratch_dir(target),
         workload: item.workload,
         block_size: item.block_size,
         duration,
         workers,
-        file_size: suite_file_for(target, (item.block_size * workers) as u64),
+        file_size,
         direct: item.direct,
         sync: item.sync,
         writes_per_sync: 1,
@@ -110,12 +128,14 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Vec<FsyncRow> {
 /// The standard suite on each target at each worker count; the stored ids.
 pub fn profile(targets: &[Target], duration: Duration, workers: &[usize]) -> Vec<i64> {
     let mut ids = Vec::new();
+    let max_workers = workers.iter().copied().max().unwrap_or(1);
     for target in targets {
+        let file_size = suite_file_once(target, max_workers);
         'target: for &w in workers {
             for item in &SUITE {
                 match measure(
                     target,
-                    suite_spec(target, item, duration, w),
+                    suite_spec(target, item, duration, w, file_size),
                     Some("profile"),
                     Some("standard"),
                 ) {
@@ -223,10 +243,11 @@ pub fn compare(max_age: Interval, duration: Duration) -> Vec<(Target, Figures, R
                 target.name,
                 names.join(", ")
             );
+            let file_size = suite_file_once(target, 1);
             for item in &missing {
                 if let Err(e) = measure(
                     target,
-                    suite_spec(target, item, duration, 1),
+                    suite_spec(target, item, duration, 1, file_size),
                     Some("compare_tablespaces"),
                     Some("standard"),
                 ) {

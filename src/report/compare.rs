@@ -44,7 +44,8 @@ fn min_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 /// When every measured tablespace is volatile, they compete among themselves.
 pub fn rank(all: &[Scores]) -> Vec<Ranking> {
     let any_durable = all.iter().any(|s| {
-        !s.volatile && (positive(s.randread_p99_us).is_some() || positive(s.wal_commit_p99_us).is_some())
+        !s.volatile
+            && (positive(s.randread_p99_us).is_some() || positive(s.wal_commit_p99_us).is_some())
     });
     let candidates = || all.iter().filter(move |s| !(any_durable && s.volatile));
     let best_read = min_of(candidates().map(|s| positive(s.randread_p99_us)));
@@ -140,7 +141,11 @@ mod tests {
         let r = rank(&[ram, ssd, hdd]);
         assert!(r[0].best_for.is_empty(), "tmpfs is no place for WAL");
         assert_eq!(r[1].best_for, vec!["wal", "indexes", "bulk"]);
-        assert_eq!(r[1].wal_commit_vs_best, Some(1.0), "the yardstick is durable");
+        assert_eq!(
+            r[1].wal_commit_vs_best,
+            Some(1.0),
+            "the yardstick is durable"
+        );
         assert_eq!(r[0].wal_commit_vs_best, Some(0.01));
         // with only volatile storage measured, it still ranks among itself
         let r = rank(&[ram]);
