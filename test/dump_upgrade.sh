@@ -65,8 +65,8 @@ SELECT string_agg(rel || '=' || n || ':' || sum, ' ' ORDER BY rel) FROM (:checks
 SQL
 }
 
-# One of each kind of stored result: a probe, a move, a pgbench init and run.
-store_results() {
+# A probe and a move, made by the functions (unchanged since 0.1.0).
+store_probe_and_move() {
   sql "$1" <<'SQL'
 SET client_min_messages = warning;
 SELECT (storlab.probe('lab_ram', 'randwrite', duration => '200 ms', file_size => 1048576, direct => false)).id;
@@ -74,6 +74,13 @@ CREATE SCHEMA scratch;
 CREATE TABLE scratch.moved (id int PRIMARY KEY, v text);
 SELECT count(*) FROM storlab.move('scratch.moved', 'lab_ram');
 DROP SCHEMA scratch CASCADE;
+SQL
+}
+
+# One of each kind of stored result: a probe, a move, a pgbench init and run.
+store_results() {
+  store_probe_and_move "$1"
+  sql "$1" <<'SQL'
 SELECT storlab.bench_init(scale => 1) AS init \gset
 CALL storlab.wait(:init);
 CALL storlab.bench('select-only', 1, 1, '2 s');
@@ -81,17 +88,12 @@ DROP TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history,
 SQL
 }
 
-# The results a 0.1.0 server holds. Probes and moves are made by the
-# functions (unchanged since); the job, run and progress rows are written as
-# 0.1.0's worker wrote them (today's library writes 0.2.0's tables).
+# The results a 0.1.0 server holds: a probe and a move, and the job, run and
+# progress rows as 0.1.0's worker wrote them (today's library writes 0.2.0's
+# tables).
 store_old_results() {
+  store_probe_and_move "$1"
   sql "$1" <<'SQL'
-SET client_min_messages = warning;
-SELECT (storlab.probe('lab_ram', 'randwrite', duration => '200 ms', file_size => 1048576, direct => false)).id;
-CREATE SCHEMA scratch;
-CREATE TABLE scratch.moved (id int PRIMARY KEY, v text);
-SELECT count(*) FROM storlab.move('scratch.moved', 'lab_ram');
-DROP SCHEMA scratch CASCADE;
 WITH j AS (
   INSERT INTO storlab.jobs (kind, status, args, worker_pid, started_at, finished_at)
   VALUES ('bench', 'done', '{"script": "select-only", "clients": 1, "jobs": 1, "duration_s": 2.0, "options": {}}',

@@ -1,12 +1,12 @@
 //! The folders storlab measures: every tablespace but pg_global, and the
 //! WAL folder, each named as a DBA names it.
 
-use std::ffi::CStr;
 use std::path::PathBuf;
 
 use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, SqlState};
+use super::server::{data_dir, version_dir};
 use crate::error::invalid;
 
 /// A folder PostgreSQL writes to, named as a DBA names it.
@@ -17,25 +17,6 @@ pub struct Target {
     pub name: String,
     pub oid: Option<pg_sys::Oid>,
     pub folder: PathBuf,
-}
-
-pub fn data_dir() -> PathBuf {
-    // SAFETY: DataDir is set by the postmaster before any backend runs SQL.
-    PathBuf::from(
-        unsafe { CStr::from_ptr(pg_sys::DataDir) }
-            .to_string_lossy()
-            .into_owned(),
-    )
-}
-
-/// `PG_15_202209061`: the folder a tablespace location holds for this server
-/// version (TABLESPACE_VERSION_DIRECTORY in PostgreSQL's catalog.h).
-pub fn version_dir() -> String {
-    format!(
-        "PG_{}_{}",
-        pg_sys::PG_MAJORVERSION.to_string_lossy(),
-        pg_sys::CATALOG_VERSION_NO
-    )
 }
 
 /// Every tablespace but pg_global (nothing of ours is ever written there),
