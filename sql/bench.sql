@@ -108,7 +108,9 @@ SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.bench_init(tablespace => 'no_such_tablespace')$$),
   ($$storlab.move_indexes_online('pgbench_accounts', 'no_such_tablespace')$$),
   ($$storlab.move_indexes_online('pg_class', 'lab_ram')$$),
-  ($$storlab.move_indexes_online('pgbench_accounts_pkey', 'lab_ram')$$)
+  ($$storlab.move_indexes_online('pgbench_accounts_pkey', 'lab_ram')$$),
+  ($$storlab.run_latency('{-1}')$$),
+  ($$storlab.run_latency('{}')$$)
 ) AS v(call);
 -- storlab.conninfo may only say how to reach this server, never another one.
 SET storlab.conninfo = 'host=127.0.0.1 dbname=elsewhere';

@@ -22,7 +22,7 @@ DO $$ BEGIN
 END $$;
 RESET client_min_messages;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(14);
+SELECT plan(15);
 SELECT clock_timestamp() AS t_start \gset
 
 CREATE ROLE tap_attacker LOGIN;
@@ -180,6 +180,8 @@ SELECT storlab.bench_start('select-only', clients => 1, jobs => 1, duration => '
 SET ROLE tap_attacker;
 SELECT throws_ok(format('SELECT storlab.cancel(%s)', :su_job), '42501', NULL,
                  'a role cannot cancel a job another role started');
+SELECT throws_ok(format('SELECT storlab.stop_now(%s)', :su_job), '42501', NULL,
+                 'nor stop it at once');
 SELECT throws_ok($$SELECT * FROM storlab.move('public.pgbench_accounts', 'lab_ram')$$, '42501', NULL,
                  'nor move a relation it does not own');
 SELECT throws_ok($$SELECT storlab.bench_start('select-only', 1, 1, '1 s', options => '{"checkpoint_before": true}')$$,
