@@ -106,6 +106,7 @@ SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.bench_init(fillfactor => 5)$$),
   ($$storlab.bench_init(partitions => -1)$$),
   ($$storlab.bench_init(tablespace => 'no_such_tablespace')$$),
+  ($$storlab.bench_init(index_tablespace => 'pg_global')$$),
   ($$storlab.move_indexes_online('pgbench_accounts', 'no_such_tablespace')$$),
   ($$storlab.move_indexes_online('pg_class', 'lab_ram')$$),
   ($$storlab.move_indexes_online('pgbench_accounts_pkey', 'lab_ram')$$),

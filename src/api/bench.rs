@@ -62,9 +62,11 @@ fn bench_init(
         required(partitions, "partitions"),
     )
     .or_raise();
-    // checked here: pgbench -i drops the old tables before it notices
-    jobs::tablespace_must_exist(&tablespace);
-    jobs::tablespace_must_exist(&index_tablespace);
+    // checked here, as move() checks them (exists, may create in it):
+    // pgbench -i drops the old tables before it would notice
+    for ts in [&tablespace, &index_tablespace].into_iter().flatten() {
+        relocate::check_target(ts.as_str()).or_raise();
+    }
     jobs::start(JobSpec::BenchInit(request))
 }
 

@@ -51,23 +51,6 @@ pub fn sweep_dead_jobs() {
     .or_raise();
 }
 
-pub fn tablespace_must_exist(ts: &Option<Name>) {
-    if let Some(ts) = ts {
-        let found = Spi::get_one_with_args::<bool>(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_tablespace WHERE spcname = $1)",
-            &[ts.clone().into()],
-        );
-        if found != Ok(Some(true)) {
-            // checked here: pgbench -i drops the old tables before it notices
-            Error::new(
-                SqlState::UndefinedObject,
-                format!("tablespace \"{ts}\" does not exist"),
-            )
-            .raise();
-        }
-    }
-}
-
 /// The advisory lock that serializes the start of jobs on one database's
 /// pgbench tables (held to the end of the transaction that takes it).
 pub const PGBENCH_TABLES_LOCK: &str =

@@ -170,7 +170,7 @@ pub fn check_movable(oid: pg_sys::Oid) -> Result<(), Error> {
 pub fn check_target(tablespace: &str) -> Result<String, Error> {
     if tablespace == "pg_global" {
         return Err(invalid(
-            "relations cannot be moved to pg_global: only shared system catalogs live there",
+            "user relations cannot live in pg_global: it holds only shared system catalogs",
         ));
     }
     let may = Spi::get_one_with_args::<bool>(
