@@ -300,25 +300,23 @@ fn execute(
             .or_raise()
         })
     };
-    // ALTER may need further locks (an index's table): the same limit applies
-    // to them, for this call only; the caller's setting comes back afterwards.
+    // Each ALTER's own further locks (an index's table) get what is left of
+    // the limit, for this call only; the caller's setting comes back after.
     let callers_lock_timeout = if dry_run {
         None
     } else {
-        let old = Spi::get_one::<String>("SELECT pg_catalog.current_setting('lock_timeout')")
-            .unwrap_or(None);
-        set_lock_timeout(&format!("{}ms", lock_timeout.as_millis().max(1)));
-        old
+        Spi::get_one::<String>("SELECT pg_catalog.current_setting('lock_timeout')").unwrap_or(None)
     };
     let moved_by = caller();
     let mut rows = Vec::with_capacity(steps.len());
     for s in steps {
-        let (rel, duration, lock_wait, wal) = if dry_run {
-            (s.rel, None, None, None)
+        // a dry run describes the plan as read; a move reads the relation
+        // again once it is locked (the plan was read without a lock), so
+        // that history records what is really done
+        let (rel, waited) = if dry_run {
+            (s.rel, None)
         } else {
             let waited = lock(&s.rel, lock_timeout);
-            // The plan was read without a lock: read the relation again now
-            // that it is ours, so that history records what is really done.
             let Some(rel) = rels("WHERE c.oid = $1", vec![s.rel.oid.into()]).pop() else {
                 notice!(
                     "storlab: {} was dropped while storlab waited for it; nothing to move",
@@ -330,28 +328,30 @@ fn execute(
                 notice!("storlab: {} is already in {} (moved by another session meanwhile); nothing to move", rel.qualified, s.to);
                 continue;
             }
-            // The ALTER's own further locks (an index's table) get what is
-            // left of the limit: lock_timeout bounds the whole wait.
-            let left = lock_timeout
-                .saturating_sub(waited)
-                .max(Duration::from_millis(1));
-            set_lock_timeout(&format!("{}ms", left.as_millis().max(1)));
-            let sql = statement(rel.kind, &rel.qualified, &quote_ident(&s.to))
-                .expect("plans hold movable kinds only");
-            // SAFETY: reads the WAL insert position; no lock needed for our use.
-            let wal0 = unsafe { pg_sys::GetXLogInsertRecPtr() };
-            let t0 = Instant::now();
-            Spi::run(&sql).map_err(spi(&sql)).or_raise();
-            let wal1 = unsafe { pg_sys::GetXLogInsertRecPtr() };
-            (
-                rel,
-                Some(t0.elapsed().as_secs_f64()),
-                Some(waited.as_secs_f64()),
-                Some((wal1 - wal0) as i64),
-            )
+            (rel, Some(waited))
         };
         let sql = statement(rel.kind, &rel.qualified, &quote_ident(&s.to))
             .expect("plans hold movable kinds only");
+        let (duration, lock_wait, wal) = match waited {
+            None => (None, None, None),
+            Some(waited) => {
+                // lock_timeout bounds the whole wait, the ALTER's included
+                let left = lock_timeout
+                    .saturating_sub(waited)
+                    .max(Duration::from_millis(1));
+                set_lock_timeout(&format!("{}ms", left.as_millis().max(1)));
+                // SAFETY: reads the WAL insert position; no lock needed for our use.
+                let wal0 = unsafe { pg_sys::GetXLogInsertRecPtr() };
+                let t0 = Instant::now();
+                Spi::run(&sql).map_err(spi(&sql)).or_raise();
+                let wal1 = unsafe { pg_sys::GetXLogInsertRecPtr() };
+                (
+                    Some(t0.elapsed().as_secs_f64()),
+                    Some(waited.as_secs_f64()),
+                    Some((wal1 - wal0) as i64),
+                )
+            }
+        };
         let note = note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes);
         let args = vec![
             batch.into(),
