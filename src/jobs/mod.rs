@@ -59,7 +59,6 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
     };
     let job = Job {
         id: job_id,
-        status: row.status,
         args,
         database: row.database,
         role: row.role,
@@ -130,7 +129,7 @@ fn finish(job_id: i64, status: &str, error: Option<String>) {
         Spi::run_with_args(
             "UPDATE storlab.job_records SET status = $2, error = coalesce($3, error), finished_at = pg_catalog.clock_timestamp()
               WHERE id = $1",
-            &[job_id.into(), status.into(), error.clone().into()],
+            &[job_id.into(), status.into(), error.into()],
         )?;
         // a run that failed or was cancelled ended too
         Spi::run_with_args(
@@ -167,7 +166,6 @@ enum Start {
 /// A job as the worker reads it.
 pub struct Job {
     pub id: i64,
-    pub status: String,
     pub args: JobArgs,
     pub database: String,
     pub role: String,

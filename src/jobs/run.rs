@@ -12,6 +12,7 @@ use pgrx::JsonB;
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::pgbench::process::{self, Outcome};
+use crate::pgbench::scripts::quote_ident;
 use crate::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
 use crate::request::bench::{BenchInit, BenchRun, MoveIndexes};
 use crate::request::job::JobSpec;
@@ -170,7 +171,7 @@ fn init(job: &Job, r: &BenchInit, dir: &Path) -> Result<(), JobEnd> {
     // storlab's insert-append script appends to a table of its own, made
     // by the caller beside pgbench's tables (in the schema pgbench -i chose;
     // the DDL names no function, and runs as the caller)
-    let schema = pgbench_schema()?;
+    let schema = quote_ident(&pgbench_schema()?);
     let ddl = format!(
         "SET LOCAL search_path TO {schema}, pg_catalog;\n{}",
         pgbench::scripts::append_table_ddl(o.tablespace.as_deref(), o.index_tablespace.as_deref())
@@ -179,14 +180,14 @@ fn init(job: &Job, r: &BenchInit, dir: &Path) -> Result<(), JobEnd> {
     Ok(())
 }
 
-/// The schema (quoted) of the pgbench tables the job's pgbench will use:
+/// The schema of the pgbench tables the job's pgbench will use:
 /// `pgbench_accounts` as the job's role finds it with its own default
 /// search_path, as pgbench's connection does. The one lookup of a name
 /// through a search_path not our own; the function itself is qualified.
 fn pgbench_schema() -> Result<String, JobEnd> {
     let found = BackgroundWorker::transaction(|| {
         Spi::get_one::<String>(
-            "SELECT pg_catalog.quote_ident(n.nspname::text) FROM pg_catalog.pg_class c
+            "SELECT n.nspname::text FROM pg_catalog.pg_class c
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
               WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pgbench_accounts')",
         )
@@ -203,8 +204,7 @@ fn pgbench_schema() -> Result<String, JobEnd> {
 
 /// The server's cumulative counters, read in a transaction of their own
 /// (statistics snapshots last a transaction).
-fn counters(pgbench_schema: &str) -> serde_json::Value {
-    let schema = unquote(pgbench_schema);
+fn counters(schema: &str) -> serde_json::Value {
     as_caller(|| {
         Spi::get_one_with_args::<JsonB>(
             "SELECT jsonb_build_object(
@@ -240,7 +240,7 @@ fn counters(pgbench_schema: &str) -> serde_json::Value {
                       GROUP BY 1) x))
                FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d
               WHERE d.datname = current_database()",
-            &[Name(schema.clone()).into()],
+            &[Name(schema.to_string()).into()],
         )
     })
     .map(|j| j.0)
@@ -277,12 +277,13 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
     let sampling_rate = r.sampling_rate();
 
     let schema = pgbench_schema()?;
-    let accounts = format!("{schema}.pgbench_accounts").replace('\'', "''");
+    let quoted = quote_ident(&schema);
+    let accounts = format!("{quoted}.pgbench_accounts").replace('\'', "''");
     let (scale, fillfactor) = as_caller(|| {
         Spi::get_two::<i32, i32>(&format!(
             // a partitioned pgbench_accounts has no storage and no
             // fillfactor of its own: its partitions carry it
-            "SELECT (SELECT pg_catalog.count(*)::int FROM {schema}.pgbench_branches),
+            "SELECT (SELECT pg_catalog.count(*)::int FROM {quoted}.pgbench_branches),
                     (SELECT coalesce((SELECT o.option_value::int FROM pg_catalog.pg_options_to_table(c.reloptions) o
                                        WHERE o.option_name = 'fillfactor'), 100)
                        FROM pg_catalog.pg_class c
@@ -334,7 +335,7 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
                                              'effective_io_concurrency', 'random_page_cost', 'fsync', 'wal_level',
                                              'track_io_timing', 'work_mem', 'server_version'))
               WHERE id = $1",
-            &[job.id.into(), scale.into(), fillfactor.into(), Name(unquote(&schema)).into()],
+            &[job.id.into(), scale.into(), fillfactor.into(), Name(schema.clone()).into()],
         )
     });
     let before = counters(&schema);
@@ -615,13 +616,5 @@ fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Pat
             &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
             dir,
         );
-    }
-}
-
-/// An identifier as quote_ident gave it, back to the plain name.
-fn unquote(quoted: &str) -> String {
-    match quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        Some(inner) => inner.replace("\"\"", "\""),
-        None => quoted.to_string(),
     }
 }

@@ -127,10 +127,8 @@ pub fn start(spec: JobSpec) -> i64 {
 /// that may not checkpoint runs without one, and the stored options say so;
 /// asking for one without the privilege is refused.
 pub fn checkpoint_option(mut options: RunOptions) -> RunOptions {
-    let may = Spi::get_one::<bool>(
-        "SELECT r.rolsuper OR pg_catalog.pg_has_role(r.oid, 'pg_checkpoint', 'USAGE')
-           FROM pg_catalog.pg_roles r WHERE r.oid = pg_catalog.to_regrole(current_user)",
-    ) == Ok(Some(true));
+    let may = identity::is_superuser(identity::current_user())
+        || identity::has_privs_of(pg_sys::Oid::from(pg_sys::ROLE_PG_CHECKPOINT));
     match options.checkpoint_before {
         Some(true) if !may => Error::new(
             SqlState::InsufficientPrivilege,
@@ -181,13 +179,6 @@ fn may_cancel(job_id: i64) -> Result<(), Error> {
     }
 }
 
-/// Asks a queued or running job to stop; true if it was still going. Its
-/// worker stops pgbench (the whole process group) within a second or two.
-///
-/// Besides marking the row, the worker is signalled directly: the caller's
-/// transaction may never commit (CALL storlab.wait cancels the job from an
-/// error handler, and the error then rolls the UPDATE back), yet the job
-/// must stop.
 /// Marks a queued or running job to stop; true if it was still going. Like
 /// everything in a transaction, it takes effect at commit: then the worker
 /// is signalled, and stops pgbench within a second or two. A queued job is
@@ -195,7 +186,7 @@ fn may_cancel(job_id: i64) -> Result<(), Error> {
 pub fn cancel(job_id: i64) -> bool {
     may_cancel(job_id).or_raise();
     let who = identity::caller();
-    let worker = as_owner(|| {
+    let (marked, pid) = as_owner(|| {
         Spi::get_two_with_args::<bool, i32>(
             "WITH c AS (
                UPDATE storlab.job_records
@@ -211,7 +202,7 @@ pub fn cancel(job_id: i64) -> bool {
     })
     .map_err(spi("cancelling the job"))
     .or_raise();
-    let (marked, pid) = (worker.0.unwrap_or(false), worker.1);
+    let marked = marked.unwrap_or(false);
     if let Some(pid) = pid.filter(|p| is_job_worker(*p)) {
         // after the commit that makes 'cancelling' visible to the worker;
         // never on rollback
@@ -260,6 +251,8 @@ fn signal_worker(pid: i32) {
     unsafe { libc::kill(pid, libc::SIGTERM) };
 }
 
+/// A job's status and error as storlab.jobs shows them (a job whose worker
+/// is gone is failed, and is stored so); None when there is no such job.
 pub fn status(job_id: i64) -> Option<(String, Option<String>)> {
     sweep_dead_jobs();
     let row = as_owner(|| {

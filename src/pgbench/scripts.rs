@@ -95,8 +95,8 @@ pub fn append_table_ddl(tablespace: Option<&str>, index_tablespace: Option<&str>
 }
 
 /// PostgreSQL's quoting of an identifier: always quoted, so that a name in
-/// any case or with any character means exactly that tablespace.
-fn quote_ident(name: &str) -> String {
+/// any case or with any character means exactly that object.
+pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
