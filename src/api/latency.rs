@@ -43,8 +43,8 @@ fn histograms(table: &str, what: &str, ids: &[i64]) -> Vec<Vec<u8>> {
     rows.into_iter().filter_map(|(_, h)| h).collect()
 }
 
-fn rows(percentiles: &[f64], merged: Result<Merged, String>) -> Vec<(f64, Option<f64>, i64)> {
-    let merged = merged.map_err(invalid).or_raise();
+fn rows(percentiles: &[f64], merged: Result<Merged, Error>) -> Vec<(f64, Option<f64>, i64)> {
+    let merged = merged.or_raise();
     percentiles
         .iter()
         .zip(merged.values)

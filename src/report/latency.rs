@@ -3,18 +3,21 @@
 //! stored HDR histograms merge exactly (same bucket layout), so the merged
 //! p99 is the p99 of every sample together, not an average of p99s.
 
+use crate::error::{invalid, Error, Result, SqlState};
 use crate::pgbench::TxHistogram;
 use crate::probe::Histogram;
 
 /// Percentiles as SQL gives them: each in (0, 100], at least one.
-pub fn check_percentiles(percentiles: &[f64]) -> Result<(), String> {
+pub fn check_percentiles(percentiles: &[f64]) -> Result<()> {
     if percentiles.is_empty() {
-        return Err("percentiles must list at least one percentile, e.g. '{50,99,99.9}'".into());
+        return Err(invalid(
+            "percentiles must list at least one percentile, e.g. '{50,99,99.9}'",
+        ));
     }
     match percentiles.iter().find(|p| !(**p > 0.0 && **p <= 100.0)) {
-        Some(p) => Err(format!(
+        Some(p) => Err(invalid(format!(
             "percentiles must be greater than 0 and at most 100, not {p}"
-        )),
+        ))),
         None => Ok(()),
     }
 }
@@ -28,11 +31,20 @@ pub struct Merged {
 }
 
 /// Probe histograms (stored in nanoseconds): latencies in microseconds.
-pub fn probe_percentiles(blobs: &[Vec<u8>], percentiles: &[f64]) -> Result<Merged, String> {
+/// A stored histogram that does not decode: the row was damaged, not the
+/// request wrong.
+fn unreadable(e: impl std::fmt::Display) -> Error {
+    Error::new(
+        SqlState::Internal,
+        format!("a stored histogram cannot be read: {e}"),
+    )
+}
+
+pub fn probe_percentiles(blobs: &[Vec<u8>], percentiles: &[f64]) -> Result<Merged> {
     check_percentiles(percentiles)?;
     let mut all = Histogram::new();
     for blob in blobs {
-        all.merge(&Histogram::from_bytes(blob).map_err(|e| e.to_string())?);
+        all.merge(&Histogram::from_bytes(blob).map_err(unreadable)?);
     }
     Ok(Merged {
         samples: all.count(),
@@ -42,11 +54,11 @@ pub fn probe_percentiles(blobs: &[Vec<u8>], percentiles: &[f64]) -> Result<Merge
 
 /// Benchmark histograms (stored in microseconds): latencies in milliseconds;
 /// NaN for an empty distribution (SQL shows it as NULL).
-pub fn run_percentiles(blobs: &[Vec<u8>], percentiles: &[f64]) -> Result<Merged, String> {
+pub fn run_percentiles(blobs: &[Vec<u8>], percentiles: &[f64]) -> Result<Merged> {
     check_percentiles(percentiles)?;
     let mut all = TxHistogram::new();
     for blob in blobs {
-        all.merge(&TxHistogram::from_bytes(blob).map_err(|e| e.to_string())?);
+        all.merge(&TxHistogram::from_bytes(blob).map_err(unreadable)?);
     }
     Ok(Merged {
         samples: all.count(),
@@ -99,14 +111,15 @@ mod tests {
 
     #[test]
     fn percentiles_out_of_range_and_garbage_are_refused() {
-        assert!(check_percentiles(&[]).unwrap_err().contains("at least one"));
-        assert!(check_percentiles(&[0.0])
-            .unwrap_err()
-            .contains("greater than 0"));
-        assert!(check_percentiles(&[100.5])
-            .unwrap_err()
-            .contains("at most 100"));
-        assert!(check_percentiles(&[f64::NAN]).is_err());
-        assert!(probe_percentiles(&[vec![1, 2, 3]], &[50.0]).is_err());
+        let message = |p: &[f64]| check_percentiles(p).unwrap_err().message;
+        assert!(message(&[]).contains("at least one"));
+        assert!(message(&[0.0]).contains("greater than 0"));
+        assert!(message(&[100.5]).contains("at most 100"));
+        assert_eq!(
+            check_percentiles(&[f64::NAN]).unwrap_err().state,
+            SqlState::InvalidParameterValue
+        );
+        let e = probe_percentiles(&[vec![1, 2, 3]], &[50.0]).unwrap_err();
+        assert!(e.message.contains("cannot be read"), "{e}");
     }
 }
