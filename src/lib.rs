@@ -39,6 +39,11 @@ extension_sql_file!(
     name = "jobs",
     requires = ["relocations"]
 );
+extension_sql_file!(
+    "../sql/catalog/experiments.sql",
+    name = "experiments",
+    requires = ["jobs"]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).

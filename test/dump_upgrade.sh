@@ -2,17 +2,18 @@
 # Stored results are the user's data (TAP output, run by scripts/test with prove):
 #   1. pg_dump / pg_restore of a database keeps every stored probe, move, job,
 #      run and progress row, and the sequences go on after the restored ids;
-#   2. a server on 0.1.0 with stored results runs ALTER EXTENSION storlab
-#      UPDATE: the rows are intact, and the extension's objects are exactly
-#      a fresh install's, as pg_dump --schema-only --binary-upgrade prints them.
+#   2. a server on each earlier release (0.1.0, 0.2.0) with stored results
+#      runs ALTER EXTENSION storlab UPDATE: the rows are intact, and the
+#      extension's objects are exactly a fresh install's, as
+#      pg_dump --schema-only --binary-upgrade prints them.
 # Needs the lab (PGHOST, PGPORT, PGUSER) and, for part 2, a writable
-# extension folder for 0.1.0's install script (root); without it part 2 is skipped.
+# extension folder for the old install scripts (root); without it part 2 is skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PG_BIN=/usr/lib/postgresql/15/bin
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
-OLD=0.1.0
+OLDS=(0.1.0 0.2.0)
 NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -38,6 +39,8 @@ SELECT string_agg(t || '=' || v, ' ' ORDER BY t) FROM (
   UNION ALL SELECT 'jobs', count(*) || ':' || md5(coalesce(string_agg(j::text, '|' ORDER BY id), '')) FROM storlab.jobs j
   UNION ALL SELECT 'bench_runs', count(*) || ':' || md5(coalesce(string_agg(b::text, '|' ORDER BY id), '')) FROM storlab.bench_runs b
   UNION ALL SELECT 'bench_progress', count(*) || ':' || md5(coalesce(string_agg(g::text, '|' ORDER BY run_id, t_s), '')) FROM storlab.bench_progress g
+  UNION ALL SELECT 'experiments', count(*) || ':' || md5(coalesce(string_agg(e::text, '|' ORDER BY id), '')) FROM storlab.experiment_records e
+  UNION ALL SELECT 'experiment_sizes', count(*) || ':' || md5(coalesce(string_agg(z::text, '|' ORDER BY experiment_id, fillfactor, layout, relation_name), '')) FROM storlab.experiment_sizes z
 ) x
 SQL
 }
@@ -77,25 +80,32 @@ DROP SCHEMA scratch CASCADE;
 SQL
 }
 
-# One of each kind of stored result: a probe, a move, a pgbench init and run.
+# One of each kind of stored result: a probe, a move, a pgbench init and
+# run, an experiment (its runs, sizes and moves).
 store_results() {
   store_probe_and_move "$1"
   sql "$1" <<'SQL'
+SET client_min_messages = warning;
 SELECT storlab.bench_init(scale => 1) AS init \gset
 CALL storlab.wait(:init);
 CALL storlab.bench('select-only', 1, 1, '2 s');
+CALL storlab.experiment('dump', '{"ram": {"indexes": "lab_ram"}, "disk": {"indexes": "lab_disk"}}', 'select-only',
+                        '{1}', 1, '1 s', 1, '0 s', 1);
 DROP TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, storlab_bench_append;
 SQL
 }
 
-# The results a 0.1.0 server holds: a probe and a move, and the job, run and
-# progress rows as 0.1.0's worker wrote them (today's library writes 0.2.0's
-# tables).
+# The results an older server holds: a probe and a move, and the job, run
+# and progress rows as its worker wrote them (today's library writes
+# today's tables). 0.1.0 keeps jobs in storlab.jobs, later ones in
+# storlab.job_records.
 store_old_results() {
   store_probe_and_move "$1"
-  sql "$1" <<'SQL'
+  local jobs=storlab.job_records
+  [[ $(sql "$1" -c "SELECT to_regclass('storlab.job_records') IS NULL") == t ]] && jobs=storlab.jobs
+  sql "$1" -v jobs="$jobs" <<'SQL'
 WITH j AS (
-  INSERT INTO storlab.jobs (kind, status, args, worker_pid, started_at, finished_at)
+  INSERT INTO :jobs (kind, status, args, worker_pid, started_at, finished_at)
   VALUES ('bench', 'done', '{"script": "select-only", "clients": 1, "jobs": 1, "duration_s": 2.0, "options": {}}',
           4242, clock_timestamp() - interval '3 s', clock_timestamp())
   RETURNING id),
@@ -110,18 +120,21 @@ SELECT id, 1, 5000, 0.2, 1.5, 0 FROM r;
 SQL
 }
 
-all_kinds="SELECT (SELECT count(*) FROM storlab.probes) > 0 AND (SELECT count(*) FROM storlab.relocations) > 0
+old_kinds="SELECT (SELECT count(*) FROM storlab.probes) > 0 AND (SELECT count(*) FROM storlab.relocations) > 0
                   AND (SELECT count(*) FROM storlab.jobs) > 0 AND (SELECT count(*) FROM storlab.bench_runs) > 0
                   AND (SELECT count(*) FROM storlab.bench_progress) > 0"
+all_kinds="$old_kinds AND (SELECT count(*) FROM storlab.experiment_records) > 0
+                      AND (SELECT count(*) FROM storlab.experiment_sizes) > 0
+                      AND (SELECT count(*) FROM storlab.bench_runs WHERE experiment_id IS NOT NULL) > 0"
 
-echo "1..11"
+echo "1..$((3 + 8 * ${#OLDS[@]}))"
 
 # 1. pg_dump and pg_restore
 fresh_db storlab_dump_src
 sql storlab_dump_src -c "CREATE EXTENSION storlab" >/dev/null
 store_results storlab_dump_src >/dev/null
 before=$(fingerprint storlab_dump_src)
-is "$(sql storlab_dump_src -c "$all_kinds")" t "the source database holds probes, moves, a job, a run and its progress rows"
+is "$(sql storlab_dump_src -c "$all_kinds")" t "the source database holds probes, moves, a job, a run and its progress rows, an experiment"
 "$PG_BIN/pg_dump" -Fc -f "$WORK/src.dump" storlab_dump_src
 fresh_db storlab_dump_dst
 "$PG_BIN/pg_restore" -d storlab_dump_dst "$WORK/src.dump"
@@ -133,42 +146,48 @@ after_ids=$([[ -n $old_max && -n $new_id ]] && ((new_id > old_max)) && echo t)
 is "$after_ids" t "new probes after a restore get new ids (the sequence's position was dumped too)"
 sql postgres -c "DROP DATABASE storlab_dump_src" -c "DROP DATABASE storlab_dump_dst"
 
-# 2. ALTER EXTENSION storlab UPDATE from 0.1.0
-if ! cp sql/versions/storlab--$OLD.sql "$EXT_DIR/" 2>/dev/null; then
-  for i in 4 5 6 7 8 9 10 11; do echo "ok $i # skip cannot install storlab--$OLD.sql into $EXT_DIR (not root)"; done
+# 2. ALTER EXTENSION storlab UPDATE from each earlier release
+update_from() {
+  local OLD=$1
+  fresh_db storlab_upgrade
+  sql storlab_upgrade -c "CREATE EXTENSION storlab VERSION '$OLD'" >/dev/null
+  is "$(sql storlab_upgrade -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")" "$OLD" "a database on storlab $OLD"
+  store_old_results storlab_upgrade >/dev/null
+  is "$(sql storlab_upgrade -c "$old_kinds")" t "it holds probes, moves, a job, a run and its progress rows"
+  old_shapes=$(shapes storlab_upgrade)
+  before=$(values_at storlab_upgrade "$old_shapes")
+  tables=$(tr ',' '\n' <<<"$old_shapes" | grep -c .)
+  is "$(wc -w <<<"$before" | tr -d ' ')" "$tables" "checksums of its $tables results tables, taken before the update"
+  sql storlab_upgrade -c "ALTER EXTENSION storlab UPDATE" >/dev/null
+  is "$(sql storlab_upgrade -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")" "$NEW" "ALTER EXTENSION storlab UPDATE reaches $NEW"
+  is "$(values_at storlab_upgrade "$old_shapes")" "$before" "every stored row is intact after the update (every value at every column it had)"
+
+  fresh_db storlab_fresh
+  sql storlab_fresh -c "CREATE EXTENSION storlab" >/dev/null
+  # Extension members appear in a dump only in binary-upgrade mode; leave out
+  # what differs by nature: oids, relfrozenxid, sequence positions.
+  objects() {
+    "$PG_BIN/pg_dump" --schema-only --binary-upgrade "$1" \
+      | grep -v -e '^--' -e '^$' -e 'binary_upgrade_' -e '^\\restrict' -e '^\\unrestrict' -e 'pg_catalog.setval(' \
+      | awk '/^UPDATE pg_catalog.pg_class$/ { skip = 3 } skip > 0 { skip--; next } { print }'
+  }
+  objects storlab_upgrade >"$WORK/updated.sql"
+  objects storlab_fresh >"$WORK/fresh.sql"
+  if diff -u "$WORK/fresh.sql" "$WORK/updated.sql" >"$WORK/diff"; then
+    tap ok "the updated extension's objects equal a fresh $NEW install's ($(grep -c . "$WORK/fresh.sql") lines of pg_dump)"
+  else
+    tap fail "the updated extension's objects equal a fresh $NEW install's"
+    sed 's/^/#   /' "$WORK/diff" | head -60
+  fi
+  config="SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'"
+  is "$(sql storlab_upgrade -c "$config")" "$(sql storlab_fresh -c "$config")" "and the same tables and sequences are registered for pg_dump"
+  is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 11 \
+    "eleven of them: seven tables, four sequences"
+  sql postgres -c "DROP DATABASE storlab_upgrade" -c "DROP DATABASE storlab_fresh"
+}
+
+if ! for old in "${OLDS[@]}"; do cp "sql/versions/storlab--$old.sql" "$EXT_DIR/" || exit 1; done 2>/dev/null; then
+  for ((i = 4; i <= 3 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
   exit 0
 fi
-fresh_db storlab_upgrade
-sql storlab_upgrade -c "CREATE EXTENSION storlab VERSION '$OLD'" >/dev/null
-is "$(sql storlab_upgrade -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")" "$OLD" "a database on storlab $OLD"
-store_old_results storlab_upgrade >/dev/null
-is "$(sql storlab_upgrade -c "$all_kinds")" t "it holds probes, moves, a job, a run and its progress rows"
-old_shapes=$(shapes storlab_upgrade)
-before=$(values_at storlab_upgrade "$old_shapes")
-is "$(wc -w <<<"$before" | tr -d ' ')" 5 "checksums of its five results tables, taken before the update"
-sql storlab_upgrade -c "ALTER EXTENSION storlab UPDATE" >/dev/null
-is "$(sql storlab_upgrade -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")" "$NEW" "ALTER EXTENSION storlab UPDATE reaches $NEW"
-is "$(values_at storlab_upgrade "$old_shapes")" "$before" "every stored row is intact after the update (every value at every column it had)"
-
-fresh_db storlab_fresh
-sql storlab_fresh -c "CREATE EXTENSION storlab" >/dev/null
-# Extension members appear in a dump only in binary-upgrade mode; leave out
-# what differs by nature: oids, relfrozenxid, sequence positions.
-objects() {
-  "$PG_BIN/pg_dump" --schema-only --binary-upgrade "$1" \
-    | grep -v -e '^--' -e '^$' -e 'binary_upgrade_' -e '^\\restrict' -e '^\\unrestrict' -e 'pg_catalog.setval(' \
-    | awk '/^UPDATE pg_catalog.pg_class$/ { skip = 3 } skip > 0 { skip--; next } { print }'
-}
-objects storlab_upgrade >"$WORK/updated.sql"
-objects storlab_fresh >"$WORK/fresh.sql"
-if diff -u "$WORK/fresh.sql" "$WORK/updated.sql" >"$WORK/diff"; then
-  tap ok "the updated extension's objects equal a fresh $NEW install's ($(grep -c . "$WORK/fresh.sql") lines of pg_dump)"
-else
-  tap fail "the updated extension's objects equal a fresh $NEW install's"
-  sed 's/^/#   /' "$WORK/diff" | head -60
-fi
-config="SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'"
-is "$(sql storlab_upgrade -c "$config")" "$(sql storlab_fresh -c "$config")" "and the same tables and sequences are registered for pg_dump"
-is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 9 \
-  "nine of them: five tables, four sequences"
-sql postgres -c "DROP DATABASE storlab_upgrade" -c "DROP DATABASE storlab_fresh"
+for old in "${OLDS[@]}"; do update_from "$old"; done

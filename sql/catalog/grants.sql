@@ -52,6 +52,22 @@ BEGIN
   CALL storlab.wait(run_id);
 END $$;
 
+-- storlab.experiment_start() and wait: a whole experiment from a CALL,
+-- returning its id (its report: storlab.experiment_report(id)).
+CREATE PROCEDURE storlab.experiment(name text, layouts jsonb, script text DEFAULT 'tpcb-like',
+                                    clients integer[] DEFAULT '{8}', jobs integer DEFAULT 2,
+                                    duration interval DEFAULT '60 seconds', repetitions integer DEFAULT 3,
+                                    warmup interval DEFAULT '10 seconds', scale integer DEFAULT 10,
+                                    fillfactors integer[] DEFAULT '{100}', options jsonb DEFAULT '{}',
+                                    INOUT experiment_id bigint DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+BEGIN
+  experiment_id := storlab.experiment_start(name, layouts, script, clients, jobs, duration, repetitions,
+                                            warmup, scale, fillfactors, options);
+  COMMIT;  -- the worker can see the job only once it is committed
+  CALL storlab.wait(experiment_id);
+END $$;
+
 -- Privileges. Functions that write files, move relations or run programs are
 -- not executable by PUBLIC; read-only reports are granted to pg_monitor.
 -- The schema itself is usable by everyone so that a refused call names the
@@ -89,6 +105,17 @@ REVOKE ALL ON FUNCTION storlab.job_status(bigint) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.wait(bigint, interval) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.bench(text, integer, integer, interval, text, jsonb, bigint) FROM PUBLIC;
 GRANT SELECT ON storlab.jobs, storlab.job_records, storlab.bench_runs, storlab.bench_progress TO pg_monitor;
+
+-- Experiments run benchmarks and move relations: not for PUBLIC; their
+-- report reads stored runs, as the caller.
+REVOKE ALL ON FUNCTION storlab.experiment_start(text, jsonb, text, integer[], integer, interval, integer, interval,
+                                                integer, integer[], jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.experiment_resume(bigint) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE storlab.experiment(text, jsonb, text, integer[], integer, interval, integer, interval,
+                                           integer, integer[], jsonb, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.experiment_report(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.experiment_report(bigint) TO pg_monitor;
+GRANT SELECT ON storlab.experiments, storlab.experiment_records, storlab.experiment_sizes TO pg_monitor;
 
 -- Merged percentiles of stored histograms: read-only reports, as the caller.
 REVOKE ALL ON FUNCTION storlab.probe_latency(bigint[], double precision[]) FROM PUBLIC;

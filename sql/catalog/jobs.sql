@@ -4,7 +4,7 @@
 -- The rows as stored; read them through the view storlab.jobs below.
 CREATE TABLE storlab.job_records (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    kind        text        NOT NULL CHECK (kind IN ('bench_init', 'bench', 'move_indexes')),
+    kind        text        NOT NULL CHECK (kind IN ('bench_init', 'bench', 'move_indexes', 'experiment')),
     status      text        NOT NULL DEFAULT 'queued'
                             CHECK (status IN ('queued', 'running', 'cancelling', 'done', 'failed', 'cancelled')),
     args        jsonb       NOT NULL,
@@ -18,10 +18,12 @@ CREATE TABLE storlab.job_records (
     detail      jsonb
 );
 
--- One row per benchmark run; its id is the id of the job that runs it.
+-- One row per benchmark run. A run started by bench_start() has the id of
+-- its job (id = job_id); the runs of an experiment take ids from the same
+-- sequence, and job_id is the experiment's.
 CREATE TABLE storlab.bench_runs (
-    id                      bigint PRIMARY KEY REFERENCES storlab.job_records (id) ON DELETE CASCADE,
-    job_id                  bigint NOT NULL,
+    id                      bigint PRIMARY KEY,
+    job_id                  bigint NOT NULL REFERENCES storlab.job_records (id) ON DELETE CASCADE,
     script                  text   NOT NULL,
     clients                 integer NOT NULL,
     jobs                    integer NOT NULL,
@@ -67,7 +69,13 @@ CREATE TABLE storlab.bench_runs (
     hostname                text   NOT NULL,
     started_at              timestamptz,
     finished_at             timestamptz,  -- also when the run failed or was cancelled
-    run_blks_read_by_tablespace jsonb     -- blocks read from pgbench's own tables and indexes, per tablespace
+    run_blks_read_by_tablespace jsonb,    -- blocks read from pgbench's own tables and indexes, per tablespace
+    -- a run of an experiment (sql/catalog/experiments.sql): which, under
+    -- which layout, in which repetition; warm-up runs are kept, and flagged
+    experiment_id           bigint,
+    experiment_layout       text,
+    repetition              integer,
+    warmup                  boolean NOT NULL DEFAULT false
 );
 
 -- One row per second of a run, from pgbench's transaction log; the first and

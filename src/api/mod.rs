@@ -3,6 +3,7 @@
 //! Every function runs behind `SET search_path = pg_catalog, pg_temp`.
 
 pub mod bench;
+pub mod experiment;
 pub mod latency;
 pub mod probe;
 pub mod relocate;

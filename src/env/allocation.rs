@@ -102,11 +102,18 @@ pub fn encoded_savings(extents: &[Extent]) -> u64 {
 
 /// Bytes the filesystem holds for one file: st_blocks, less what compression saves.
 pub fn allocated_bytes(path: &Path) -> io::Result<u64> {
+    let (blocks, saved) = blocks_and_savings(path)?;
+    Ok(blocks.saturating_sub(saved))
+}
+
+/// st_blocks in bytes (btrfs counts compressed extents at their
+/// uncompressed length there), and what compression saves of it.
+pub fn blocks_and_savings(path: &Path) -> io::Result<(u64, u64)> {
     let file = File::open(path)?;
     let blocks = file.metadata()?.blocks() * 512;
     // FIEMAP is optional (tmpfs lacks it): then st_blocks is all we know.
     let saved = extents(&file).map(|e| encoded_savings(&e)).unwrap_or(0);
-    Ok(blocks.saturating_sub(saved))
+    Ok((blocks, saved))
 }
 
 /// Every file of a relation whose main fork is `first` (`.../16384/24576`):

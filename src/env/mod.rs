@@ -6,6 +6,7 @@ pub mod device;
 pub mod direct_io;
 pub mod mountinfo;
 pub mod space;
+pub mod stored;
 
 use std::io;
 use std::path::{Path, PathBuf};

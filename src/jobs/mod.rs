@@ -15,6 +15,7 @@
 //! (pg_terminate_backend, a server shutdown) and the postmaster's death stop
 //! it the same way; if the worker itself is killed, the kernel kills pgbench.
 
+mod experiment;
 mod run;
 
 use std::panic::AssertUnwindSafe;
@@ -131,11 +132,22 @@ fn finish(job_id: i64, status: &str, error: Option<String>) {
               WHERE id = $1",
             &[job_id.into(), status.into(), error.into()],
         )?;
-        // a run that failed or was cancelled ended too
+        // a run that failed or was cancelled ended too (an experiment's
+        // runs carry its id as job_id)
         Spi::run_with_args(
             "UPDATE storlab.bench_runs SET finished_at = pg_catalog.clock_timestamp()
-              WHERE id = $1 AND finished_at IS NULL",
+              WHERE job_id = $1 AND finished_at IS NULL",
             &[job_id.into()],
+        )?;
+        // an experiment that did not finish says where it stopped, and
+        // where its relations are
+        Spi::run_with_args(
+            "UPDATE storlab.experiment_records
+                SET current_action = pg_catalog.format('%s at step %s of %s (%s); pgbench''s relations are placed as %s',
+                        $2, current_step OPERATOR(pg_catalog.+) 1, steps_total, coalesce(current_action, 'starting'),
+                        coalesce('layout ' OPERATOR(pg_catalog.||) layout_applied, 'pgbench -i left them'))
+              WHERE id = $1 AND $2 OPERATOR(pg_catalog.<>) 'done'",
+            &[job_id.into(), status.into()],
         )
     });
 }
@@ -179,11 +191,12 @@ struct Row {
     role: String,
 }
 
-/// The job row appears when the creating transaction commits. The worker
-/// asks after that transaction (its xid8, passed by the launcher) while it
-/// waits: one that rolled back, or committed without the row (a rolled-back
-/// savepoint), ends the worker at once, so that a rolled-back job never
-/// holds a worker slot. Without a creator to ask, it waits a minute.
+/// The job row appears (or, for a job started again, turns 'queued') when
+/// the creating transaction commits. The worker asks after that transaction
+/// (its xid8, passed by the launcher) while it waits: one that rolled back,
+/// or committed without the row (a rolled-back savepoint), ends the worker
+/// at once, so that a rolled-back job never holds a worker slot. Without a
+/// creator to ask, it waits a minute.
 fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
@@ -201,14 +214,15 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
             let row = read_job(job_id)?;
             Ok((row, status))
         });
-        if row.is_some() {
-            return row;
-        }
-        if matches!(
-            creator_status.as_deref(),
-            Some("aborted") | Some("committed")
-        ) {
-            return None;
+        match creator_status.as_deref() {
+            // a job started again (experiment_resume) has its row visible
+            // all along, as it was before: wait for the UPDATE to commit
+            Some("in progress") => {}
+            Some("committed") => return row,
+            Some("aborted") => return None,
+            // no creator to ask (or too old to tell): the row decides
+            _ if row.is_some() => return row,
+            _ => {}
         }
         if !BackgroundWorker::wait_latch(Some(Duration::from_millis(50))) {
             return None;

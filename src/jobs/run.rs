@@ -27,8 +27,9 @@ pub fn run(job: &Job) -> Result<(), JobEnd> {
     let dir = RunDir::new(run_dir(job.id));
     match &job.args.spec {
         JobSpec::BenchInit(r) => init(job, r, &dir.0),
-        JobSpec::Bench(r) => bench(job, r, &dir.0),
+        JobSpec::Bench(r) => bench(job, job.id, r, &dir.0, None),
         JobSpec::MoveIndexes(r) => move_indexes(job, r, &dir.0),
+        JobSpec::Experiment(e) => super::experiment::run(job, e, &dir.0),
     }
 }
 
@@ -72,7 +73,7 @@ fn pgbench_path() -> PathBuf {
 
 /// How pgbench reaches this server: its own socket folder and port, the
 /// job's database and role.
-fn connection(job: &Job) -> Connection {
+pub(super) fn connection(job: &Job) -> Connection {
     // server facts storlab needs to connect, not the caller's to read
     // (unix_socket_directories needs pg_read_all_settings)
     let (sockets, port) = bookkeeping(|| {
@@ -111,6 +112,26 @@ fn run_pgbench(
     run_program(job, &pgbench_path(), args, dir, deadline)
 }
 
+/// pgbench with session settings for its connections (PGOPTIONS, which
+/// libpq sends at connect): set only around this one child.
+fn run_pgbench_with(
+    job: &Job,
+    args: &[std::ffi::OsString],
+    dir: &Path,
+    deadline: Duration,
+    pgoptions: Option<&str>,
+) -> Result<Output, JobEnd> {
+    let Some(options) = pgoptions else {
+        return run_pgbench(job, args, dir, deadline);
+    };
+    // SAFETY: the worker is single-threaded; only its child reads this
+    unsafe { std::env::set_var("PGOPTIONS", options) };
+    let out = run_pgbench(job, args, dir, deadline);
+    // SAFETY: as above
+    unsafe { std::env::remove_var("PGOPTIONS") };
+    out
+}
+
 /// What a finished client program printed.
 struct Output {
     stdout: String,
@@ -145,7 +166,7 @@ fn run_program(
     }
 }
 
-fn init(job: &Job, r: &BenchInit, dir: &Path) -> Result<(), JobEnd> {
+pub(super) fn init(job: &Job, r: &BenchInit, dir: &Path) -> Result<(), JobEnd> {
     let mut o = InitOptions::new(r.scale, &job.database);
     o.fillfactor = Some(r.fillfactor);
     o.tablespace = r.tablespace.clone();
@@ -184,7 +205,7 @@ fn init(job: &Job, r: &BenchInit, dir: &Path) -> Result<(), JobEnd> {
 /// `pgbench_accounts` as the job's role finds it with its own default
 /// search_path, as pgbench's connection does. The one lookup of a name
 /// through a search_path not our own; the function itself is qualified.
-fn pgbench_schema() -> Result<String, JobEnd> {
+pub(super) fn pgbench_schema() -> Result<String, JobEnd> {
     let found = BackgroundWorker::transaction(|| {
         Spi::get_one::<String>(
             "SELECT n.nspname::text FROM pg_catalog.pg_class c
@@ -272,7 +293,16 @@ fn statements() -> Option<serde_json::Value> {
     .map(|j| j.0)
 }
 
-fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
+/// One measured run into the storlab.bench_runs row `run_id` (the job's own
+/// id for bench_start(); a run of an experiment has one of its own), with
+/// `pgoptions` given to pgbench's sessions.
+pub(super) fn bench(
+    job: &Job,
+    run_id: i64,
+    r: &BenchRun,
+    dir: &Path,
+    pgoptions: Option<&str>,
+) -> Result<(), JobEnd> {
     let duration_s = r.duration_s as i32;
     let sampling_rate = r.sampling_rate();
 
@@ -335,13 +365,19 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
                                              'effective_io_concurrency', 'random_page_cost', 'fsync', 'wal_level',
                                              'track_io_timing', 'work_mem', 'server_version'))
               WHERE id = $1",
-            &[job.id.into(), scale.into(), fillfactor.into(), Name(schema.clone()).into()],
+            &[run_id.into(), scale.into(), fillfactor.into(), Name(schema.clone()).into()],
         )
     });
     let before = counters(&schema);
     let statements_before = statements();
     // pgbench's own vacuum and start-up come before the timed run; allow them a minute
-    let out = run_pgbench(job, &args, dir, Duration::from_secs(duration_s as u64 + 60))?;
+    let out = run_pgbench_with(
+        job,
+        &args,
+        dir,
+        Duration::from_secs(duration_s as u64 + 60),
+        pgoptions,
+    )?;
     let stdout = out.stdout;
     // pgbench's own progress lines (with progress_interval) and warnings
     if let Ok(report) = pgbench::parse_stderr(&out.stderr) {
@@ -354,7 +390,9 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
                     "skipped": p.skipped })
             })
             .collect();
-        if !progress.is_empty() || !report.messages.is_empty() {
+        // the job's detail is one run's: an experiment's many runs keep
+        // their per-second rows in bench_progress only
+        if run_id == job.id && (!progress.is_empty() || !report.messages.is_empty()) {
             store_detail(
                 job,
                 serde_json::json!({ "pgbench_progress": progress, "pgbench_messages": report.messages }),
@@ -417,7 +455,7 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
                       LIMIT 10) t)
               WHERE id = $1",
             &[
-                job.id.into(),
+                run_id.into(),
                 summary.tps.into(),
                 summary.transactions.into(),
                 summary.failed.into(),
@@ -446,7 +484,7 @@ fn bench(job: &Job, r: &BenchRun, dir: &Path) -> Result<(), JobEnd> {
                 "INSERT INTO storlab.bench_progress (run_id, t_s, tps, lat_avg_ms, lat_max_ms, failures, partial)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 &[
-                    job.id.into(),
+                    run_id.into(),
                     (row.t_s as i32).into(),
                     row.tps.into(),
                     row.lat_avg_ms.into(),
@@ -473,7 +511,7 @@ fn store_detail(job: &Job, detail: serde_json::Value) {
 
 /// Statements that must run at top level (REINDEX ... CONCURRENTLY cannot run
 /// in a transaction block, so not through SPI) go over a client connection.
-fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Result<String, JobEnd> {
+pub(super) fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Result<String, JobEnd> {
     let psql = pgbench_path().with_file_name("psql");
     let mut args: Vec<std::ffi::OsString> = vec![
         "-X".into(),

@@ -61,7 +61,7 @@ pub const PGBENCH_TABLES_LOCK: &str =
 pub const PGBENCH_TABLES_USER: &str = "
     SELECT (SELECT pg_catalog.format('storlab job %s (%s, %s)', j.id, j.kind, j.status)
       FROM storlab.jobs j
-     WHERE j.database = pg_catalog.current_database() AND j.kind IN ('bench_init', 'bench')
+     WHERE j.database = pg_catalog.current_database() AND j.kind IN ('bench_init', 'bench', 'experiment')
        AND (j.status IN ('running', 'cancelling') OR (j.status = 'queued' AND ($1 = 0 OR j.id < $1)))
        AND j.id <> $1
      ORDER BY j.id LIMIT 1)";
@@ -111,7 +111,76 @@ pub fn start(spec: JobSpec) -> i64 {
     .map_err(spi("creating the job"))
     .or_raise()
     .expect("RETURNING id");
-    if let Err(e) = launch(id) {
+    launch_or_raise(id);
+    id
+}
+
+/// Starts a failed or cancelled job again, on the same row (an experiment
+/// resumed: its id stays the one the caller knows). Only roles with the
+/// privileges of the job's role may: the job runs as that role.
+pub fn restart(job_id: i64, kind: &str) {
+    sweep_dead_jobs();
+    let row = as_owner(|| {
+        Spi::get_three_with_args::<String, String, String>(
+            "SELECT j.kind, j.status, j.role::text
+               FROM (SELECT) one LEFT JOIN storlab.jobs j ON j.id = $1",
+            &[job_id.into()],
+        )
+    })
+    .map_err(spi("reading the job"))
+    .or_raise();
+    let (Some(found), Some(status), Some(role)) = row else {
+        Error::new(
+            SqlState::UndefinedObject,
+            format!("there is no {kind} with id {job_id}"),
+        )
+        .raise()
+    };
+    if found != kind {
+        Error::new(
+            SqlState::UndefinedObject,
+            format!("there is no {kind} with id {job_id}: storlab job {job_id} is a {found}"),
+        )
+        .raise();
+    }
+    let may = identity::is_superuser(identity::current_user())
+        || identity::role_oid(&role).is_some_and(identity::has_privs_of);
+    if !may {
+        Error::new(
+            SqlState::InsufficientPrivilege,
+            format!("permission denied to resume storlab job {job_id}"),
+        )
+        .with_detail(format!(
+            "It runs as role \"{role}\", which started it: only roles with its privileges may resume it."
+        ))
+        .raise();
+    }
+    if !matches!(status.as_str(), "failed" | "cancelled") {
+        Error::new(
+            SqlState::ObjectInUse,
+            format!("storlab job {job_id} is {status}: only a failed or cancelled {kind} can be resumed"),
+        )
+        .raise();
+    }
+    pgbench_tables_free().or_raise();
+    // created_at moves too: the view takes a queued job for dead two minutes
+    // after it
+    as_owner(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.job_records
+                SET status = 'queued', error = NULL, worker_pid = NULL, started_at = NULL, finished_at = NULL,
+                    created_at = pg_catalog.clock_timestamp()
+              WHERE id = $1",
+            &[job_id.into()],
+        )
+    })
+    .map_err(spi("queueing the job again"))
+    .or_raise();
+    launch_or_raise(job_id);
+}
+
+fn launch_or_raise(job_id: i64) {
+    if let Err(e) = launch(job_id) {
         Error::new(
             SqlState::ConfigurationLimitExceeded,
             format!("could not start a background worker for the job: {e}"),
@@ -119,7 +188,6 @@ pub fn start(spec: JobSpec) -> i64 {
         .with_detail("max_worker_processes may be too low for the workers already running.")
         .raise();
     }
-    id
 }
 
 /// A run starts from a CHECKPOINT, run as the caller: only a superuser or

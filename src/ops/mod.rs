@@ -4,6 +4,7 @@
 //! (`jobs`) both use them; neither imports the other.
 
 pub mod error;
+pub mod experiment;
 pub mod identity;
 pub mod jobs;
 pub mod probe;

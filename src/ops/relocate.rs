@@ -529,22 +529,59 @@ pub fn apply_layout(
         ))
         .raise();
     }
+    let candidates = schema_candidates(
+        tables_tablespace.as_ref().map(Name::as_str),
+        indexes_tablespace.as_ref().map(Name::as_str),
+        &schema,
+        "",
+    );
+    execute(plan(candidates), timeout, dry_run, None)
+}
+
+/// The tables (with partitioned tables and materialized views) and the
+/// indexes of one schema, each paired with the tablespace it should move to;
+/// `filter` narrows the relations by a further condition on `c`.
+fn schema_candidates(
+    tables: Option<&str>,
+    indexes: Option<&str>,
+    schema: &Name,
+    filter: &str,
+) -> Vec<(Rel, String)> {
     let mut candidates = Vec::new();
-    for (ts, kinds) in [
-        (tables_tablespace, "'r', 'm', 'p'"),
-        (indexes_tablespace, "'i', 'I'"),
-    ] {
+    for (ts, kinds) in [(tables, "'r', 'm', 'p'"), (indexes, "'i', 'I'")] {
         let Some(ts) = ts else { continue };
-        let to = check_target(ts.as_str()).or_raise();
+        let to = check_target(ts).or_raise();
         let found = rels(
             &format!(
-                "WHERE n.nspname = $1 AND c.relkind IN ({kinds}) AND c.relpersistence <> 't' ORDER BY c.relkind, c.relname"
+                "WHERE n.nspname = $1 AND c.relkind IN ({kinds}) AND c.relpersistence <> 't' {filter}
+                 ORDER BY c.relkind, c.relname"
             ),
             vec![schema.clone().into()],
         );
         candidates.extend(found.into_iter().map(|r| (r, to.clone())));
     }
-    execute(plan(candidates), timeout, dry_run, None)
+    candidates
+}
+
+/// pgbench's relations (its tables, storlab's append table, their indexes)
+/// in `schema`, moved to an experiment's layout: one batch, one
+/// transaction, recorded under `label`. Other relations of the schema stay
+/// where they are. An error (a lock timeout) leaves every relation where it
+/// was, and no history row.
+pub fn apply_pgbench_placement(
+    tables: Option<&str>,
+    indexes: Option<&str>,
+    schema: &str,
+    timeout: Duration,
+    label: &str,
+) -> Vec<RelocationRow> {
+    // an index is pgbench's when its table is
+    let filter = "AND coalesce((SELECT tc.relname FROM pg_catalog.pg_index ix
+                                  JOIN pg_catalog.pg_class tc ON tc.oid = ix.indrelid
+                                 WHERE ix.indexrelid = c.oid), c.relname)
+                      OPERATOR(pg_catalog.~) '^(pgbench_(accounts|branches|tellers|history)|storlab_bench_append)$'";
+    let candidates = schema_candidates(tables, indexes, &Name(schema.to_string()), filter);
+    execute(plan(candidates), timeout, false, Some(label))
 }
 
 /// Moves every relation that storlab moved since `at` back to where it was

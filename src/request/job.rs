@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::bench::{BenchInit, BenchRun, MoveIndexes};
+use super::experiment::Experiment;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -12,6 +13,7 @@ pub enum JobSpec {
     BenchInit(BenchInit),
     Bench(BenchRun),
     MoveIndexes(MoveIndexes),
+    Experiment(Experiment),
 }
 
 impl JobSpec {
@@ -21,12 +23,16 @@ impl JobSpec {
             JobSpec::BenchInit(_) => "bench_init",
             JobSpec::Bench(_) => "bench",
             JobSpec::MoveIndexes(_) => "move_indexes",
+            JobSpec::Experiment(_) => "experiment",
         }
     }
 
     /// Jobs that use a database's pgbench tables: they must not overlap.
     pub fn uses_pgbench_tables(&self) -> bool {
-        matches!(self, JobSpec::BenchInit(_) | JobSpec::Bench(_))
+        matches!(
+            self,
+            JobSpec::BenchInit(_) | JobSpec::Bench(_) | JobSpec::Experiment(_)
+        )
     }
 }
 

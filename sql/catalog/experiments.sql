@@ -1,0 +1,52 @@
+-- Experiments: a layout x fillfactor x clients matrix of pgbench runs done by
+-- one job (kind 'experiment'). The experiment's id is its job's id: cancel(),
+-- wait() and storlab.jobs work on it as on any job, and experiment_resume()
+-- starts the same job again. Its runs are storlab.bench_runs rows with
+-- experiment_id set.
+CREATE TABLE storlab.experiment_records (
+    id                bigint PRIMARY KEY REFERENCES storlab.job_records (id) ON DELETE CASCADE,
+    name              text    NOT NULL,
+    steps_total       integer NOT NULL,
+    current_step      integer NOT NULL DEFAULT 0,   -- steps done or skipped so far
+    current_action    text,                         -- what the job does now, for a person to read
+    layout_applied    text,                         -- the layout the relations were last placed in, completely
+    created_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+    system_identifier bigint  NOT NULL,
+    hostname          text    NOT NULL
+);
+
+-- The size of each of pgbench's relations under each layout, right after
+-- pgbench -i at each fillfactor: logical (what PostgreSQL wrote), allocated
+-- (what the filesystem allocated) and stored (what the storage really holds,
+-- where the kernel can tell: btrfs compression, a zram device; else NULL).
+CREATE TABLE storlab.experiment_sizes (
+    experiment_id   bigint  NOT NULL REFERENCES storlab.experiment_records (id) ON DELETE CASCADE,
+    fillfactor      integer NOT NULL,
+    layout          text    NOT NULL,
+    relation_name   text    NOT NULL,
+    kind            text    NOT NULL,
+    tablespace      name    NOT NULL,
+    logical_bytes   bigint  NOT NULL,
+    allocated_bytes bigint  NOT NULL,
+    stored_bytes    bigint,
+    measured_at     timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (experiment_id, fillfactor, layout, relation_name)
+);
+
+ALTER TABLE storlab.bench_runs
+  ADD CONSTRAINT bench_runs_experiment_id_fkey FOREIGN KEY (experiment_id)
+      REFERENCES storlab.experiment_records (id) ON DELETE CASCADE;
+CREATE INDEX bench_runs_experiment_id_idx ON storlab.bench_runs (experiment_id) WHERE experiment_id IS NOT NULL;
+
+SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_records', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_sizes', '');
+
+-- Experiments as a person follows them: the job's status (a dead worker
+-- shows as failed at once, as in storlab.jobs) and where the work stands.
+CREATE VIEW storlab.experiments AS
+SELECT e.id, e.name, j.status, j.args, e.current_step, e.steps_total, e.current_action,
+       j.started_at, j.finished_at, j.error, e.system_identifier, e.hostname,
+       e.layout_applied, j.role, e.created_at
+  FROM storlab.experiment_records e
+  JOIN storlab.jobs j ON j.id = e.id;
+COMMENT ON VIEW storlab.experiments IS 'Every storlab experiment: its status, progress and where its relations were left';

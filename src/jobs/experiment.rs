@@ -1,0 +1,414 @@
+//! The steps of an experiment job (`request::experiment::Experiment::steps`):
+//! per fillfactor, pgbench -i and the sizes under each layout; then per
+//! repetition, each (layout, clients) cell in alternating order: apply the
+//! layout, VACUUM ANALYZE, CHECKPOINT, warm up, measure.
+//!
+//! Every step runs in short transactions of its own (as the caller, or as
+//! the owner for storlab's rows): no snapshot is held while pgbench runs.
+//! A step already done (a resumed experiment: a measured run stored with
+//! its TPS, sizes recorded) is skipped, so resuming runs only what is
+//! missing.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+use super::run::{self, JobEnd};
+use super::{as_caller, bookkeeping, stop_requested, Job};
+use crate::env;
+use crate::ops::relocate::apply_pgbench_placement;
+use crate::ops::server::{data_dir, hostname, system_identifier};
+use crate::pgbench::scripts::quote_ident;
+use crate::request::bench::BenchInit;
+use crate::request::experiment::{pgoptions, Experiment, Step};
+use crate::sqltypes::Name;
+
+/// What is already stored for the experiment (a resumed one has some).
+struct Done {
+    /// (fillfactor, repetition, layout, clients) of measured runs with a TPS
+    runs: HashSet<(i32, i32, String, i32)>,
+    /// (fillfactor, layout) whose sizes are recorded
+    sizes: HashSet<(i32, String)>,
+}
+
+impl Done {
+    fn step(&self, e: &Experiment, step: Step) -> bool {
+        match step {
+            Step::Init { .. } => false,
+            Step::Sizes { fillfactor, layout } => self
+                .sizes
+                .contains(&(fillfactor, e.layouts[layout].name.clone())),
+            Step::Run {
+                fillfactor,
+                repetition,
+                layout,
+                clients,
+            } => self.runs.contains(&(
+                fillfactor,
+                repetition,
+                e.layouts[layout].name.clone(),
+                clients,
+            )),
+        }
+    }
+
+    /// Has any step of this fillfactor been done (then its tables are
+    /// kept when they are still as pgbench -i made them)?
+    fn any_of(&self, e: &Experiment, fillfactor: i32) -> bool {
+        e.steps().into_iter().any(|s| match s {
+            Step::Sizes { fillfactor: f, .. } | Step::Run { fillfactor: f, .. } => {
+                f == fillfactor && self.step(e, s)
+            }
+            Step::Init { .. } => false,
+        })
+    }
+
+    /// Does this fillfactor have a step left to do?
+    fn open(&self, e: &Experiment, fillfactor: i32) -> bool {
+        e.steps().into_iter().any(|s| match s {
+            Step::Sizes { fillfactor: f, .. } | Step::Run { fillfactor: f, .. } => {
+                f == fillfactor && !self.step(e, s)
+            }
+            Step::Init { .. } => false,
+        })
+    }
+}
+
+fn done(job: &Job) -> Done {
+    bookkeeping(|| {
+        Spi::connect(|c| {
+            let runs = c
+                .select(
+                    "SELECT fillfactor, repetition, experiment_layout, clients FROM storlab.bench_runs
+                      WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL",
+                    None,
+                    &[job.id.into()],
+                )?
+                .map(|r| {
+                    Ok((
+                        r.get::<i32>(1)?.unwrap_or(0),
+                        r.get::<i32>(2)?.unwrap_or(0),
+                        r.get::<String>(3)?.unwrap_or_default(),
+                        r.get::<i32>(4)?.unwrap_or(0),
+                    ))
+                })
+                .collect::<Result<HashSet<_>, pgrx::spi::Error>>()?;
+            let sizes = c
+                .select(
+                    "SELECT DISTINCT fillfactor, layout FROM storlab.experiment_sizes WHERE experiment_id = $1",
+                    None,
+                    &[job.id.into()],
+                )?
+                .map(|r| Ok((r.get::<i32>(1)?.unwrap_or(0), r.get::<String>(2)?.unwrap_or_default())))
+                .collect::<Result<HashSet<_>, pgrx::spi::Error>>()?;
+            Ok(Done { runs, sizes })
+        })
+    })
+}
+
+pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
+    let done = done(job);
+    let steps = e.steps();
+    let mut measured = 0;
+    for (i, &step) in steps.iter().enumerate() {
+        if let Some(why) = stop_now(job) {
+            return Err(JobEnd::Stopped(why));
+        }
+        if done.step(e, step) {
+            progress(job, i + 1, &e.describe(step, "done before"));
+            continue;
+        }
+        match step {
+            Step::Init { fillfactor } => {
+                if !done.open(e, fillfactor) {
+                    progress(job, i + 1, &e.describe(step, ": done before"));
+                    continue;
+                }
+                // a resumed fillfactor keeps its tables when they are whole
+                // (their history goes on); a new one starts from pgbench -i
+                if done.any_of(e, fillfactor) && tables_whole(e.scale, fillfactor) {
+                    progress(job, i + 1, &e.describe(step, ": tables kept from before"));
+                    continue;
+                }
+                progress(job, i, &e.describe(step, ""));
+                // into the layout the first size step wants: one move less
+                let first = &e.layouts[e.layouts.len() - 1].placement;
+                let init = BenchInit {
+                    scale: e.scale,
+                    fillfactor,
+                    tablespace: first.tables.clone(),
+                    index_tablespace: first.indexes.clone(),
+                    partitions: 0,
+                };
+                run::init(job, &init, &dir.join(format!("init_{fillfactor}")))?;
+                set_layout_applied(job, None);
+            }
+            Step::Sizes { fillfactor, layout } => {
+                place(job, e, step, i, layout)?;
+                progress(job, i, &e.describe(step, "recording sizes"));
+                record_sizes(job, fillfactor, &e.layouts[layout].name)?;
+            }
+            Step::Run {
+                repetition,
+                layout,
+                clients,
+                ..
+            } => {
+                place(job, e, step, i, layout)?;
+                progress(job, i, &e.describe(step, "VACUUM ANALYZE"));
+                vacuum_analyze(job, &dir.join("psql"))?;
+                if e.run.checkpoint_before == Some(true) {
+                    progress(job, i, &e.describe(step, "CHECKPOINT"));
+                    as_caller(|| Spi::run("CHECKPOINT"));
+                }
+                let name = &e.layouts[layout].name;
+                let options = pgoptions(&e.layouts[layout].placement);
+                if e.warmup_s > 0 {
+                    progress(job, i, &e.describe(step, "warm-up run"));
+                    one_run(job, e, name, repetition, clients, true, dir, options.as_deref())?;
+                }
+                progress(job, i, &e.describe(step, "measured run"));
+                one_run(job, e, name, repetition, clients, false, dir, options.as_deref())?;
+                measured += 1;
+            }
+        }
+        progress(job, i + 1, &e.describe(step, "done"));
+    }
+    let total = done.runs.len() + measured;
+    progress(
+        job,
+        steps.len(),
+        &format!("done: {total} measured runs ({measured} in this session); storlab.experiment_report({}) compares them", job.id),
+    );
+    Ok(())
+}
+
+/// A cancel() or a signal, checked between steps (pgbench and psql are
+/// watched while they run).
+fn stop_now(job: &Job) -> Option<String> {
+    stop_requested(job.id)
+}
+
+fn progress(job: &Job, step: usize, action: &str) {
+    bookkeeping(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.experiment_records SET current_step = $2, current_action = $3 WHERE id = $1",
+            &[job.id.into(), (step as i32).into(), action.into()],
+        )
+    });
+}
+
+fn set_layout_applied(job: &Job, layout: Option<&str>) {
+    bookkeeping(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.experiment_records SET layout_applied = $2 WHERE id = $1",
+            &[job.id.into(), layout.into()],
+        )
+    });
+}
+
+/// Moves pgbench's relations to the layout (only those not there yet), as
+/// the caller, in one transaction: a failed move (a lock timeout) leaves
+/// every relation where the last completed placement put them, and the
+/// experiment fails with that error.
+fn place(job: &Job, e: &Experiment, step: Step, i: usize, layout: usize) -> Result<(), JobEnd> {
+    let l = &e.layouts[layout];
+    let schema = run::pgbench_schema()?;
+    progress(job, i, &e.describe(step, "applying the layout"));
+    let label = format!("experiment {} ({}): layout {}", job.id, e.name, l.name);
+    let timeout = Duration::from_millis(e.lock_timeout_ms);
+    as_caller(|| {
+        let _ = apply_pgbench_placement(
+            l.placement.tables.as_deref(),
+            l.placement.indexes.as_deref(),
+            &schema,
+            timeout,
+            &label,
+        );
+        Ok(())
+    });
+    set_layout_applied(job, Some(&l.name));
+    Ok(())
+}
+
+/// Are pgbench's tables as pgbench -i leaves them at this scale and
+/// fillfactor (a run killed half-way through pgbench -i leaves them short)?
+fn tables_whole(scale: i32, fillfactor: i32) -> bool {
+    let Ok(schema) = run::pgbench_schema() else {
+        return false;
+    };
+    let s = quote_ident(&schema);
+    let accounts = format!("{s}.pgbench_accounts").replace('\'', "''");
+    as_caller(|| {
+        Spi::get_one::<bool>(&format!(
+            "SELECT pg_catalog.to_regclass('{s}.storlab_bench_append') IS NOT NULL
+                AND (SELECT pg_catalog.count(*) FROM {s}.pgbench_branches) = {scale}
+                AND (SELECT pg_catalog.count(*) FROM {s}.pgbench_accounts) = {scale}::int8 * 100000
+                AND EXISTS (SELECT FROM pg_catalog.pg_index i WHERE i.indrelid = '{accounts}'::regclass
+                                                              AND i.indisprimary AND i.indisvalid)
+                AND coalesce((SELECT o.option_value::int FROM pg_catalog.pg_class c,
+                                     pg_catalog.pg_options_to_table(c.reloptions) o
+                               WHERE c.oid = '{accounts}'::regclass AND o.option_name = 'fillfactor'), 100) = {fillfactor}"
+        ))
+    })
+    .unwrap_or(false)
+}
+
+fn vacuum_analyze(job: &Job, dir: &Path) -> Result<(), JobEnd> {
+    let s = quote_ident(&run::pgbench_schema()?);
+    let sql = format!(
+        "VACUUM ANALYZE {s}.pgbench_accounts, {s}.pgbench_branches, {s}.pgbench_tellers, {s}.pgbench_history"
+    );
+    run::psql(job, &run::connection(job), &sql, dir).map(|_| ())
+}
+
+/// One warm-up or measured run: its storlab.bench_runs row (an id from the
+/// jobs' sequence, job_id the experiment's), then the run itself.
+#[allow(clippy::too_many_arguments)]
+fn one_run(
+    job: &Job,
+    e: &Experiment,
+    layout: &str,
+    repetition: i32,
+    clients: i32,
+    warmup: bool,
+    dir: &Path,
+    pgoptions: Option<&str>,
+) -> Result<(), JobEnd> {
+    let mut r = e.run(clients, if warmup { e.warmup_s } else { e.duration_s });
+    let options = r.options.to_json();
+    // the experiment's own CHECKPOINT came before the warm-up
+    r.options.checkpoint_before = Some(false);
+    let run_id = bookkeeping(|| {
+        Spi::get_one_with_args::<i64>(
+            "INSERT INTO storlab.bench_runs (id, job_id, script, clients, jobs, duration_s, options, label,
+                                             system_identifier, hostname, experiment_id, experiment_layout,
+                                             repetition, warmup)
+             VALUES (pg_catalog.nextval('storlab.job_records_id_seq'), $1, $2, $3, $4, $5, $6, $7, $8, $9, $1, $10, $11, $12)
+             RETURNING id",
+            &[
+                job.id.into(),
+                r.script.clone().into(),
+                r.clients.into(),
+                r.jobs.into(),
+                (r.duration_s as f64).into(),
+                JsonB(options).into(),
+                e.name.clone().into(),
+                system_identifier().into(),
+                hostname().into(),
+                layout.into(),
+                repetition.into(),
+                warmup.into(),
+            ],
+        )
+    })
+    .unwrap_or_default();
+    run::bench(job, run_id, &r, &dir.join(format!("run_{run_id}")), pgoptions)
+}
+
+/// The size of each of pgbench's tables and indexes where the layout put
+/// them: logical (the files' length), allocated (the filesystem's blocks)
+/// and stored (what the storage holds after compression, where the kernel
+/// can tell; see env::stored).
+fn record_sizes(job: &Job, fillfactor: i32, layout: &str) -> Result<(), JobEnd> {
+    let schema = run::pgbench_schema()?;
+    let rels: Vec<(String, String, String, Option<String>, Option<String>)> = as_caller(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT c.relname::text, CASE c.relkind WHEN 'i' THEN 'index' ELSE 'table' END,
+                        coalesce(t.spcname, d.spcname)::text, pg_catalog.pg_relation_filepath(c.oid),
+                        coalesce(pg_catalog.pg_tablespace_location(t.oid), '')
+                   FROM pg_catalog.pg_class c
+                   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                   LEFT JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
+                  CROSS JOIN (SELECT s.spcname FROM pg_catalog.pg_database db
+                                JOIN pg_catalog.pg_tablespace s ON s.oid = db.dattablespace
+                               WHERE db.datname = pg_catalog.current_database()) d
+                  WHERE n.nspname = $1 AND c.relkind IN ('r', 'i')
+                    AND coalesce((SELECT tc.relname FROM pg_catalog.pg_index ix
+                                    JOIN pg_catalog.pg_class tc ON tc.oid = ix.indrelid
+                                   WHERE ix.indexrelid = c.oid), c.relname)
+                        ~ '^(pgbench_(accounts|branches|tellers|history)|storlab_bench_append)$'
+                  ORDER BY c.relkind DESC, c.relname",
+                None,
+                &[Name(schema.clone()).into()],
+            )?
+            .map(|r| {
+                Ok((
+                    r.get::<String>(1)?.unwrap_or_default(),
+                    r.get::<String>(2)?.unwrap_or_default(),
+                    r.get::<String>(3)?.unwrap_or_default(),
+                    r.get::<String>(4)?,
+                    r.get::<String>(5)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    });
+    let data = data_dir();
+    // the tablespace's folder tells its storage; pg_default's is the data folder
+    let folder = |location: &Option<String>| match location.as_deref() {
+        Some(l) if !l.is_empty() => std::path::PathBuf::from(l),
+        _ => data.clone(),
+    };
+    let mut folders: Vec<std::path::PathBuf> = rels.iter().map(|r| folder(&r.4)).collect();
+    folders.sort();
+    folders.dedup();
+    // written pages may still sit in shared buffers and the page cache:
+    // flush them, so that the sizes are the storage's, not a guess
+    if let Some(why) = checkpoint_and_sync(job, &folders) {
+        return Err(JobEnd::Stopped(why));
+    }
+    bookkeeping(|| {
+        for (name, kind, tablespace, path, location) in &rels {
+            let Some(path) = path else { continue };
+            let sizes = env::stored::relation_sizes(&data.join(path));
+            let stored = env::stored::stored_bytes(&folder(location), &sizes);
+            Spi::run_with_args(
+                "INSERT INTO storlab.experiment_sizes (experiment_id, fillfactor, layout, relation_name, kind, tablespace,
+                                                       logical_bytes, allocated_bytes, stored_bytes)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 ON CONFLICT (experiment_id, fillfactor, layout, relation_name) DO UPDATE
+                   SET kind = EXCLUDED.kind, tablespace = EXCLUDED.tablespace, logical_bytes = EXCLUDED.logical_bytes,
+                       allocated_bytes = EXCLUDED.allocated_bytes, stored_bytes = EXCLUDED.stored_bytes,
+                       measured_at = pg_catalog.clock_timestamp()",
+                &[
+                    job.id.into(),
+                    fillfactor.into(),
+                    layout.into(),
+                    name.clone().into(),
+                    kind.clone().into(),
+                    Name(tablespace.clone()).into(),
+                    (sizes.logical as i64).into(),
+                    (sizes.allocated as i64).into(),
+                    stored.map(|b| b as i64).into(),
+                ],
+            )?;
+        }
+        Ok(())
+    });
+    Ok(())
+}
+
+/// CHECKPOINT (when the role may) and syncfs of the relations'
+/// filesystems, so that compressed sizes are settled (btrfs compresses at
+/// writeback, zram when the block arrives); a stop request found on the way.
+fn checkpoint_and_sync(job: &Job, folders: &[std::path::PathBuf]) -> Option<String> {
+    let may = bookkeeping(|| {
+        Spi::get_one::<bool>(
+            "SELECT pg_catalog.pg_has_role(session_user, 'pg_checkpoint', 'MEMBER')
+                 OR (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = session_user)",
+        )
+    })
+    .unwrap_or(false);
+    if may {
+        as_caller(|| Spi::run("CHECKPOINT"));
+    }
+    for f in folders {
+        let _ = env::space::settle(f);
+    }
+    stop_requested(job.id)
+}

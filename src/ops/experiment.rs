@@ -1,0 +1,130 @@
+//! Starting and resuming experiments. The request was checked on its own
+//! (`request::experiment`); here it is checked against the catalog, as the
+//! caller, before anything runs or moves: every tablespace exists and the
+//! caller may create in it, every setting is one a session may change to
+//! that value. Then one job (kind `experiment`) does the work
+//! (`jobs::experiment`), and its row in storlab.experiment_records says
+//! where it stands.
+
+use std::ffi::CString;
+
+use pgrx::prelude::*;
+
+use super::error::{invalid, spi, OrRaise};
+use super::identity::{self, as_owner};
+use super::jobs;
+use super::relocate::check_target;
+use super::server::{hostname, system_identifier};
+use crate::request::experiment::{Experiment, Placement};
+use crate::request::job::JobSpec;
+
+/// Checks the experiment against the catalog, starts its job and records
+/// it; returns its id (the job's).
+pub fn start(mut e: Experiment) -> i64 {
+    for layout in &e.layouts {
+        check_placement(&layout.name, &layout.placement);
+    }
+    e.run = jobs::checkpoint_option(e.run.clone());
+    let baseline = e.layouts[0].name.clone();
+    if e.layouts.len() > 1 {
+        // jsonb orders an object's keys shorter first, not as typed: say
+        // which one came first (an array of layouts, or options.baseline,
+        // chooses it)
+        pgrx::notice!(
+            "storlab: layout \"{baseline}\" is the baseline: the others are compared with it"
+        );
+    }
+    let name = e.name.clone();
+    let steps_total = e.steps().len() as i32;
+    let id = jobs::start(JobSpec::Experiment(e));
+    as_owner(|| {
+        Spi::run_with_args(
+            "INSERT INTO storlab.experiment_records (id, name, steps_total, current_action, system_identifier, hostname)
+             VALUES ($1, $2, $3, 'queued', $4, $5)",
+            &[
+                id.into(),
+                name.into(),
+                steps_total.into(),
+                system_identifier().into(),
+                hostname().into(),
+            ],
+        )
+    })
+    .map_err(spi("recording the experiment"))
+    .or_raise();
+    id
+}
+
+/// Continues a failed or cancelled experiment: the same job again, which
+/// skips the runs already measured. Returns its id.
+pub fn resume(experiment_id: i64) -> i64 {
+    jobs::restart(experiment_id, "experiment");
+    as_owner(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.experiment_records SET current_action = 'queued again to resume' WHERE id = $1",
+            &[experiment_id.into()],
+        )
+    })
+    .map_err(spi("recording the resume"))
+    .or_raise();
+    experiment_id
+}
+
+fn check_placement(layout: &str, p: &Placement) {
+    for ts in [&p.tables, &p.indexes, &p.temp].into_iter().flatten() {
+        check_target(ts).or_raise();
+    }
+    for (name, value) in &p.settings {
+        check_setting(layout, name, value);
+    }
+}
+
+/// A setting pgbench's sessions will be given: one a session may change
+/// (context user, or superuser for a superuser), to a value the server
+/// accepts; checked here so that a typo fails the call, not the job an
+/// hour later.
+fn check_setting(layout: &str, name: &str, value: &str) {
+    let context = Spi::get_one_with_args::<String>(
+        "SELECT (SELECT context FROM pg_catalog.pg_settings WHERE name = pg_catalog.lower($1))",
+        &[name.into()],
+    )
+    .map_err(spi("reading pg_settings"))
+    .or_raise();
+    let superuser = identity::is_superuser(identity::current_user());
+    fn refuse(layout: &str, name: &str, why: String) -> ! {
+        invalid(format!("layout \"{layout}\": setting {name} {why}")).raise()
+    }
+    match context.as_deref() {
+        None => refuse(layout, name, "is not a configuration parameter of this server".into()),
+        Some("user") => {}
+        Some("superuser") if superuser => {}
+        Some("superuser") => refuse(layout, name, "can be changed by superusers only".into()),
+        Some(c) => refuse(layout, name, format!(
+            "cannot be changed by a session (its context is {c}): change it in postgresql.conf, and compare servers instead"
+        )),
+    }
+    let (Ok(cname), Ok(cvalue)) = (CString::new(name), CString::new(value)) else {
+        refuse(layout, name, "contains a zero byte".into())
+    };
+    let guc_context = if superuser {
+        pg_sys::GucContext::PGC_SUSET
+    } else {
+        pg_sys::GucContext::PGC_USERSET
+    };
+    // changeVal = false: the value is parsed and checked (22023 from the
+    // server when it is invalid), nothing is set
+    // SAFETY: both strings outlive the call; with changeVal false the
+    // function only validates.
+    unsafe {
+        pg_sys::set_config_option(
+            cname.as_ptr(),
+            cvalue.as_ptr(),
+            guc_context,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SET,
+            false,
+            pgrx::PgLogLevel::ERROR as i32,
+            false,
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! The statistics of an experiment's report: per (layout, fillfactor,
+//! clients) cell, the TPS of its measured runs summarised (mean, standard
+//! deviation, Student t 95 % interval), compared with the baseline layout's
+//! cell at the same fillfactor and clients (improvement in percent, Welch's
+//! t-test), and a bar scaled to the best cell. Pure: the SQL side reads the
+//! runs and pools the latency histograms.
+
+use super::stats::{bar, improvement_pct, summarize, welch};
+
+/// Width of the bar of the best cell, in characters.
+pub const BAR_WIDTH: usize = 30;
+
+/// p below this: the difference is called significant.
+pub const ALPHA: f64 = 0.05;
+
+/// One cell's measured runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub layout: String,
+    pub fillfactor: i32,
+    pub clients: i32,
+    /// TPS of each measured run (warm-ups excluded)
+    pub tps: Vec<f64>,
+}
+
+/// What the report says about one cell. Figures that cannot be known (a
+/// CI from one run, a test against a baseline without runs) are None.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellStats {
+    pub runs: usize,
+    pub tps_mean: Option<f64>,
+    pub tps_stddev: Option<f64>,
+    pub tps_ci95_low: Option<f64>,
+    pub tps_ci95_high: Option<f64>,
+    /// against the baseline's mean; 0 for the baseline itself
+    pub improvement_pct: Option<f64>,
+    /// Welch's two-sided p; None for the baseline itself and with fewer
+    /// than two runs on either side
+    pub p_value: Option<f64>,
+    pub significant: Option<bool>,
+    pub bar: String,
+}
+
+/// The statistics of every cell, in the order given; `baseline` names the
+/// layout the others are compared with.
+pub fn compare(cells: &[Cell], baseline: &str) -> Vec<CellStats> {
+    let summaries: Vec<_> = cells.iter().map(|c| summarize(&c.tps)).collect();
+    let best = summaries
+        .iter()
+        .flatten()
+        .map(|s| s.mean)
+        .fold(0.0_f64, f64::max);
+    cells
+        .iter()
+        .zip(&summaries)
+        .map(|(cell, summary)| {
+            let base = cells.iter().zip(&summaries).find(|(b, _)| {
+                b.layout == baseline && b.fillfactor == cell.fillfactor && b.clients == cell.clients
+            });
+            let is_baseline = cell.layout == baseline;
+            let (improvement, p_value) = match (summary, base) {
+                (Some(_), Some(_)) if is_baseline => (Some(0.0), None),
+                (Some(s), Some((b, Some(bs)))) => (
+                    improvement_pct(bs.mean, s.mean),
+                    welch(&b.tps, &cell.tps).map(|w| w.p_value).filter(|p| p.is_finite()),
+                ),
+                _ => (None, None),
+            };
+            CellStats {
+                runs: cell.tps.len(),
+                tps_mean: summary.as_ref().map(|s| s.mean),
+                tps_stddev: summary.as_ref().and_then(|s| s.stddev),
+                tps_ci95_low: summary.as_ref().and_then(|s| s.ci95_low),
+                tps_ci95_high: summary.as_ref().and_then(|s| s.ci95_high),
+                improvement_pct: improvement,
+                p_value,
+                significant: p_value.map(|p| p < ALPHA),
+                bar: summary
+                    .as_ref()
+                    .map(|s| bar(s.mean, best, BAR_WIDTH))
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(layout: &str, clients: i32, tps: &[f64]) -> Cell {
+        Cell {
+            layout: layout.into(),
+            fillfactor: 100,
+            clients,
+            tps: tps.to_vec(),
+        }
+    }
+
+    fn close(a: Option<f64>, b: f64, tol: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() <= tol)
+    }
+
+    // Expected figures computed independently with SciPy:
+    //   a = [100, 110, 105]; b = [120, 125, 130]
+    //   numpy.mean(a) 105, numpy.std(a, ddof=1) 5
+    //   scipy.stats.t.interval(0.95, 2, loc=105, scale=scipy.stats.sem(a))
+    //     = (92.579311, 117.420689)
+    //   scipy.stats.ttest_ind(b, a, equal_var=False).pvalue = 0.0080499 (t 4.899, df 4)
+    //   100 * (125 - 105) / 105 = 19.047619
+    #[test]
+    fn baseline_and_challenger() {
+        let cells = vec![cell("a", 8, &[100.0, 110.0, 105.0]), cell("b", 8, &[120.0, 125.0, 130.0])];
+        let r = compare(&cells, "a");
+        assert_eq!(r[0].runs, 3);
+        assert!(close(r[0].tps_mean, 105.0, 1e-9));
+        assert!(close(r[0].tps_stddev, 5.0, 1e-9));
+        assert!(close(r[0].tps_ci95_low, 92.579311, 1e-5));
+        assert!(close(r[0].tps_ci95_high, 117.420689, 1e-5));
+        assert_eq!(r[0].improvement_pct, Some(0.0));
+        assert_eq!(r[0].p_value, None);
+        assert_eq!(r[0].significant, None);
+        assert!(close(r[1].improvement_pct, 19.047619, 1e-5));
+        assert!(close(r[1].p_value, 0.0080499, 1e-6));
+        assert_eq!(r[1].significant, Some(true));
+        // the best cell has the whole bar, the other its share
+        assert_eq!(r[1].bar.chars().count(), BAR_WIDTH);
+        assert_eq!(r[0].bar, bar(105.0, 125.0, BAR_WIDTH));
+    }
+
+    #[test]
+    fn one_run_has_no_interval_and_no_test() {
+        let cells = vec![cell("a", 8, &[100.0]), cell("b", 8, &[90.0])];
+        let r = compare(&cells, "a");
+        assert_eq!(r[1].tps_stddev, None);
+        assert_eq!(r[1].tps_ci95_low, None);
+        assert_eq!(r[1].p_value, None);
+        assert_eq!(r[1].significant, None);
+        assert!(close(r[1].improvement_pct, -10.0, 1e-9));
+    }
+
+    #[test]
+    fn compared_within_the_same_clients_only() {
+        let cells = vec![
+            cell("a", 1, &[10.0, 11.0]),
+            cell("a", 8, &[100.0, 101.0]),
+            cell("b", 1, &[20.0, 22.0]),
+            cell("b", 8, &[100.0, 101.0]),
+        ];
+        let r = compare(&cells, "a");
+        assert!(close(r[2].improvement_pct, 100.0, 1e-9));
+        assert!(close(r[3].improvement_pct, 0.0, 1e-9));
+        // equal samples: no evidence of a difference
+        assert!(r[3].p_value.is_some_and(|p| p > 0.99));
+        assert_eq!(r[3].significant, Some(false));
+    }
+
+    #[test]
+    fn a_baseline_without_runs_leaves_the_comparison_unknown() {
+        let cells = vec![cell("a", 8, &[]), cell("b", 8, &[100.0, 110.0])];
+        let r = compare(&cells, "a");
+        assert_eq!(r[0].tps_mean, None);
+        assert_eq!(r[0].improvement_pct, None);
+        assert_eq!(r[0].bar, "");
+        assert_eq!(r[1].improvement_pct, None);
+        assert_eq!(r[1].p_value, None);
+    }
+}

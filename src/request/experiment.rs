@@ -1,0 +1,627 @@
+//! An experiment: a layout x fillfactor x clients matrix of pgbench runs,
+//! repeated, visited in an order that alternates between repetitions. The
+//! request is checked here once (22023 before anything runs or moves); the
+//! worker reads back the same struct and walks [`Experiment::steps`].
+//! Catalog checks (tablespaces exist, settings a session may change) are
+//! the operations' (`ops::experiment`).
+
+use serde::{Deserialize, Serialize};
+
+use super::bench::{BenchRun, RunOptions};
+use crate::error::{invalid, Result};
+
+/// Where one layout puts pgbench's relations, and the session its runs get.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    /// Tablespace of pgbench's tables (None: they stay where they are).
+    pub tables: Option<String>,
+    /// Tablespace of their indexes.
+    pub indexes: Option<String>,
+    /// temp_tablespaces of the runs' sessions.
+    pub temp: Option<String>,
+    /// Session settings of pgbench's connections, as given (name, value).
+    pub settings: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layout {
+    pub name: String,
+    pub placement: Placement,
+}
+
+/// In which order each repetition visits its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// A B C, then C B A, then A B C...: a slow drift (a filling disk, a
+    /// warming cache, bloat) adds about as much to each cell, so it cancels
+    /// out of the differences between them.
+    Alternating,
+    /// A B C every time: what hand-run studies do; kept to measure what
+    /// alternating buys.
+    Fixed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    pub name: String,
+    /// The baseline first, then the others in the order jsonb keeps them.
+    pub layouts: Vec<Layout>,
+    pub script: String,
+    pub clients: Vec<i32>,
+    pub jobs: i32,
+    pub duration_s: u32,
+    pub repetitions: i32,
+    /// 0: no warm-up run.
+    pub warmup_s: u32,
+    pub scale: i32,
+    pub fillfactors: Vec<i32>,
+    pub order: Order,
+    /// How long each move waits for its lock.
+    pub lock_timeout_ms: u64,
+    /// pgbench options of every run (protocol, rate...), as for bench_start.
+    pub run: RunOptions,
+}
+
+/// One step of the job, in the order it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// pgbench -i at this fillfactor.
+    Init { fillfactor: i32 },
+    /// Apply a layout and record the size of every relation under it.
+    Sizes { fillfactor: i32, layout: usize },
+    /// Apply a layout, VACUUM ANALYZE, CHECKPOINT, warm up, measure.
+    Run {
+        fillfactor: i32,
+        repetition: i32,
+        layout: usize,
+        clients: i32,
+    },
+}
+
+/// The keys of `options` that belong to the experiment; the others are
+/// pgbench run options (RunOptions).
+const EXPERIMENT_OPTIONS: [&str; 3] = ["baseline", "order", "lock_timeout_ms"];
+const PLACEMENT_KEYS: [&str; 4] = ["tables", "indexes", "temp", "settings"];
+
+/// The arguments of experiment_start, as the SQL function received them.
+pub struct Args<'a> {
+    pub name: String,
+    pub layouts: &'a serde_json::Value,
+    pub script: String,
+    pub clients: Vec<i32>,
+    pub jobs: i32,
+    pub duration_us: i64,
+    pub repetitions: i32,
+    pub warmup_us: i64,
+    pub scale: i32,
+    pub fillfactors: Vec<i32>,
+    pub options: &'a serde_json::Value,
+    /// storlab.max_bench_duration
+    pub max_duration_s: i64,
+}
+
+impl Experiment {
+    pub fn new(a: Args) -> Result<Self> {
+        if a.name.trim().is_empty() {
+            return Err(invalid("name must not be empty: it labels the experiment's runs"));
+        }
+        let options = a
+            .options
+            .as_object()
+            .ok_or_else(|| invalid("options must be a JSON object, e.g. '{\"baseline\": \"all-disk\"}'"))?;
+        let mut run_options = serde_json::Map::new();
+        for (k, v) in options {
+            if !EXPERIMENT_OPTIONS.contains(&k.as_str()) {
+                run_options.insert(k.clone(), v.clone());
+            }
+        }
+        let run = RunOptions::from_json(&serde_json::Value::Object(run_options))?;
+        let order = match options.get("order") {
+            None => Order::Alternating,
+            Some(v) => match v.as_str() {
+                Some("alternating") => Order::Alternating,
+                Some("fixed") => Order::Fixed,
+                _ => return Err(invalid(format!("option order = {v}: use \"alternating\" (the default) or \"fixed\""))),
+            },
+        };
+        let lock_timeout_ms = match options.get("lock_timeout_ms") {
+            None => 5000,
+            Some(v) => v
+                .as_u64()
+                .filter(|ms| (1..=3_600_000).contains(ms))
+                .ok_or_else(|| invalid(format!("option lock_timeout_ms = {v}: between 1 and 3600000 (one hour)")))?,
+        };
+        let mut layouts = parse_layouts(a.layouts)?;
+        if let Some(b) = options.get("baseline") {
+            let b = b.as_str().ok_or_else(|| invalid(format!("option baseline = {b}: the name of a layout")))?;
+            let i = layouts.iter().position(|l| l.name == b).ok_or_else(|| {
+                invalid(format!(
+                    "option baseline = \"{b}\" names no layout; the layouts are {}",
+                    names(&layouts)
+                ))
+            })?;
+            let baseline = layouts.remove(i);
+            layouts.insert(0, baseline);
+        }
+        if a.clients.is_empty() {
+            return Err(invalid("clients must list at least one number of clients"));
+        }
+        if a.fillfactors.is_empty() {
+            return Err(invalid("fillfactors must list at least one fillfactor"));
+        }
+        distinct("clients", &a.clients)?;
+        distinct("fillfactors", &a.fillfactors)?;
+        if let Some(ff) = a.fillfactors.iter().find(|f| !(10..=100).contains(*f)) {
+            return Err(invalid(format!("fillfactor must be between 10 and 100, not {ff}")));
+        }
+        if a.repetitions < 1 || a.repetitions > 100 {
+            return Err(invalid(format!(
+                "repetitions must be between 1 and 100, not {}",
+                a.repetitions
+            )));
+        }
+        if a.scale < 1 {
+            return Err(invalid(format!("scale must be at least 1, not {}", a.scale)));
+        }
+        if a.jobs < 1 {
+            return Err(invalid(format!("jobs must be at least 1, not {}", a.jobs)));
+        }
+        // every cell's run, checked as bench_start checks one (script,
+        // clients, whole seconds within storlab.max_bench_duration); a cell
+        // with fewer clients than jobs runs one thread per client
+        let mut duration_s = 0;
+        for &c in &a.clients {
+            duration_s = BenchRun::new(
+                a.script.clone(),
+                c,
+                a.jobs.min(c.max(1)),
+                a.duration_us,
+                a.max_duration_s,
+                &run.to_json(),
+            )?
+            .duration_s;
+        }
+        let warmup_s = match a.warmup_us {
+            0 => 0,
+            us if us < 0 || us % 1_000_000 != 0 || us > a.max_duration_s * 1_000_000 => {
+                return Err(invalid(format!(
+                    "warmup must be 0 (none) or whole seconds up to storlab.max_bench_duration ({} s), not {} s",
+                    a.max_duration_s,
+                    us as f64 / 1e6
+                )))
+            }
+            us => (us / 1_000_000) as u32,
+        };
+        Ok(Experiment {
+            name: a.name,
+            layouts,
+            script: a.script,
+            clients: a.clients,
+            jobs: a.jobs,
+            duration_s,
+            repetitions: a.repetitions,
+            warmup_s,
+            scale: a.scale,
+            fillfactors: a.fillfactors,
+            order,
+            lock_timeout_ms,
+            run,
+        })
+    }
+
+    /// The run of one cell, as bench_start would make it.
+    pub fn run(&self, clients: i32, duration_s: u32) -> BenchRun {
+        BenchRun {
+            script: self.script.clone(),
+            clients,
+            jobs: self.jobs.min(clients),
+            duration_s,
+            options: self.run.clone(),
+        }
+    }
+
+    /// The cells of one repetition (1-based) in the order it visits them.
+    pub fn cells(&self, repetition: i32) -> Vec<(usize, i32)> {
+        let mut cells: Vec<(usize, i32)> = (0..self.layouts.len())
+            .flat_map(|l| self.clients.iter().map(move |&c| (l, c)))
+            .collect();
+        if self.order == Order::Alternating && repetition % 2 == 0 {
+            cells.reverse();
+        }
+        cells
+    }
+
+    /// Every step of the job. Per fillfactor: pgbench -i; the sizes under
+    /// each layout (in reverse, so that the last one applied is the first
+    /// the runs need: one move saved); then each repetition's cells.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        for &fillfactor in &self.fillfactors {
+            steps.push(Step::Init { fillfactor });
+            for layout in (0..self.layouts.len()).rev() {
+                steps.push(Step::Sizes { fillfactor, layout });
+            }
+            for repetition in 1..=self.repetitions {
+                for (layout, clients) in self.cells(repetition) {
+                    steps.push(Step::Run {
+                        fillfactor,
+                        repetition,
+                        layout,
+                        clients,
+                    });
+                }
+            }
+        }
+        steps
+    }
+
+    /// What a person reads in `current_action` while a step runs.
+    pub fn describe(&self, step: Step, phase: &str) -> String {
+        let ff = |f: i32| {
+            if self.fillfactors.len() > 1 {
+                format!("fillfactor {f}, ")
+            } else {
+                String::new()
+            }
+        };
+        match step {
+            Step::Init { fillfactor } => format!(
+                "{}pgbench -i at scale {} and fillfactor {fillfactor}{phase}",
+                ff(fillfactor),
+                self.scale
+            ),
+            Step::Sizes { fillfactor, layout } => format!(
+                "{}layout {}: {phase}",
+                ff(fillfactor),
+                self.layouts[layout].name
+            ),
+            Step::Run {
+                fillfactor,
+                repetition,
+                layout,
+                clients,
+            } => format!(
+                "{}repetition {repetition}/{}, layout {}, clients {clients}: {phase}",
+                ff(fillfactor),
+                self.repetitions,
+                self.layouts[layout].name
+            ),
+        }
+    }
+}
+
+fn names(layouts: &[Layout]) -> String {
+    layouts
+        .iter()
+        .map(|l| format!("\"{}\"", l.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn distinct(what: &str, xs: &[i32]) -> Result<()> {
+    for (i, x) in xs.iter().enumerate() {
+        if xs[..i].contains(x) {
+            return Err(invalid(format!("{what} lists {x} twice")));
+        }
+        if what == "clients" && *x < 1 {
+            return Err(invalid(format!("clients must be at least 1, not {x}")));
+        }
+    }
+    Ok(())
+}
+
+/// `layouts`: a JSON object from a layout's name to its placement, e.g.
+/// `{"all-disk": {"tables": "lab_disk", "indexes": "lab_disk"}}`. jsonb
+/// keeps an object's keys in an order of its own (shorter keys first), not
+/// as typed: the first key in that order is the baseline unless
+/// options.baseline names another. An array of placements, each with its
+/// "name", keeps the order as typed: `[{"name": "all-disk", ...}, ...]`.
+pub fn parse_layouts(v: &serde_json::Value) -> Result<Vec<Layout>> {
+    let shape = || {
+        invalid(
+            "layouts must be a JSON object from a layout's name to its placement, e.g. \
+             '{\"all-disk\": {\"tables\": \"lab_disk\", \"indexes\": \"lab_disk\"}}', \
+             or an array of placements with a name each, e.g. '[{\"name\": \"all-disk\", \"tables\": \"lab_disk\"}]'",
+        )
+    };
+    let named: Vec<(String, &serde_json::Value)> = match v {
+        serde_json::Value::Object(obj) => obj.iter().map(|(k, p)| (k.clone(), p)).collect(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                let name = item.get("name").and_then(|n| n.as_str()).ok_or_else(|| {
+                    invalid(format!(
+                        "each layout of an array must be an object with a \"name\", not {item}"
+                    ))
+                })?;
+                Ok((name.to_string(), item))
+            })
+            .collect::<Result<_>>()?,
+        _ => return Err(shape()),
+    };
+    if named.is_empty() {
+        return Err(invalid("layouts must name at least one layout"));
+    }
+    let mut out: Vec<Layout> = Vec::new();
+    for (name, p) in named {
+        if name.trim().is_empty() {
+            return Err(invalid("a layout's name must not be empty"));
+        }
+        if out.iter().any(|l| l.name == name) {
+            return Err(invalid(format!("layouts names \"{name}\" twice")));
+        }
+        let p = p.as_object().ok_or_else(|| {
+            invalid(format!(
+                "layout \"{name}\" must be an object with keys {}",
+                PLACEMENT_KEYS.join(", ")
+            ))
+        })?;
+        let mut placement = Placement::default();
+        for (key, value) in p {
+            let tablespace = || {
+                value
+                    .as_str()
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .ok_or_else(|| invalid(format!("layout \"{name}\": {key} must be a tablespace's name, not {value}")))
+            };
+            match key.as_str() {
+                "tables" => placement.tables = Some(tablespace()?),
+                "indexes" => placement.indexes = Some(tablespace()?),
+                "temp" => placement.temp = Some(tablespace()?),
+                "settings" => placement.settings = parse_settings(&name, value)?,
+                // the array form's own key
+                "name" if v.is_array() => {}
+                _ => {
+                    return Err(invalid(format!(
+                        "layout \"{name}\" has an unknown key \"{key}\"; allowed: {}",
+                        PLACEMENT_KEYS.join(", ")
+                    )))
+                }
+            }
+        }
+        out.push(Layout { name, placement });
+    }
+    Ok(out)
+}
+
+fn parse_settings(layout: &str, v: &serde_json::Value) -> Result<Vec<(String, String)>> {
+    let obj = v.as_object().ok_or_else(|| {
+        invalid(format!(
+            "layout \"{layout}\": settings must be an object, e.g. {{\"synchronous_commit\": \"off\"}}"
+        ))
+    })?;
+    obj.iter()
+        .map(|(k, v)| {
+            let value = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Number(n) => n.to_string(),
+                serde_json::Value::Bool(b) => (if *b { "on" } else { "off" }).to_string(),
+                _ => {
+                    return Err(invalid(format!(
+                        "layout \"{layout}\": setting {k} must be a string, number or boolean, not {v}"
+                    )))
+                }
+            };
+            Ok((k.clone(), value))
+        })
+        .collect()
+}
+
+/// PGOPTIONS for pgbench's connections: `-c name=value` per setting, with
+/// spaces and backslashes escaped as libpq's options parser wants them.
+pub fn pgoptions(placement: &Placement) -> Option<String> {
+    let mut settings: Vec<(String, String)> = placement.settings.clone();
+    if let Some(t) = &placement.temp {
+        // temp_tablespaces is a list of identifiers: quoted, so that any name works
+        settings.push(("temp_tablespaces".into(), format!("\"{}\"", t.replace('"', "\"\""))));
+    }
+    if settings.is_empty() {
+        return None;
+    }
+    let escape = |s: &str| s.replace('\\', "\\\\").replace(' ', "\\ ");
+    Some(
+        settings
+            .iter()
+            .map(|(k, v)| format!("-c {}={}", escape(k), escape(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args<'a>(layouts: &'a serde_json::Value, options: &'a serde_json::Value) -> Args<'a> {
+        Args {
+            name: "t".into(),
+            layouts,
+            script: "tpcb-like".into(),
+            clients: vec![8],
+            jobs: 2,
+            duration_us: 60_000_000,
+            repetitions: 3,
+            warmup_us: 10_000_000,
+            scale: 10,
+            fillfactors: vec![100],
+            options,
+            max_duration_s: 3600,
+        }
+    }
+
+    fn two() -> serde_json::Value {
+        json!({"a": {"tables": "disk", "indexes": "disk"},
+               "bb": {"tables": "disk", "indexes": "ram", "temp": "ram",
+                      "settings": {"synchronous_commit": "off", "work_mem": 8192}}})
+    }
+
+    #[test]
+    fn a_request_keeps_its_layouts_and_settings() {
+        let l = two();
+        let o = json!({"protocol": "prepared"});
+        let e = Experiment::new(args(&l, &o)).unwrap();
+        assert_eq!(e.layouts[0].name, "a");
+        assert_eq!(e.layouts[1].placement.indexes.as_deref(), Some("ram"));
+        assert_eq!(
+            e.layouts[1].placement.settings,
+            vec![("synchronous_commit".into(), "off".into()), ("work_mem".into(), "8192".into())]
+        );
+        assert_eq!(e.duration_s, 60);
+        assert_eq!(e.warmup_s, 10);
+        assert_eq!(e.order, Order::Alternating);
+        assert_eq!(e.run.protocol.as_deref(), Some("prepared"));
+    }
+
+    #[test]
+    fn an_array_of_layouts_keeps_its_order() {
+        let layouts = json!([
+            {"name": "raid6-everything", "tables": "r6", "indexes": "r6"},
+            {"name": "idx", "tables": "r6", "indexes": "r1"}
+        ]);
+        let e = Experiment::new(args(&layouts, &json!({}))).unwrap();
+        assert_eq!(e.layouts[0].name, "raid6-everything");
+        assert_eq!(e.layouts[1].placement.indexes.as_deref(), Some("r1"));
+        for bad in [json!([{"tables": "x"}]), json!([{"name": "a"}, {"name": "a"}]), json!([])] {
+            let err = parse_layouts(&bad).unwrap_err();
+            assert_eq!(err.state, crate::error::SqlState::InvalidParameterValue, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_baseline_option_moves_a_layout_first() {
+        let l = two();
+        let o = json!({"baseline": "bb"});
+        let e = Experiment::new(args(&l, &o)).unwrap();
+        assert_eq!(e.layouts[0].name, "bb");
+        let o = json!({"baseline": "zz"});
+        let err = Experiment::new(args(&l, &o)).unwrap_err();
+        assert!(err.message.contains("names no layout"), "{}", err.message);
+    }
+
+    #[test]
+    fn bad_layouts_are_22023() {
+        let o = json!({});
+        for (l, says) in [
+            (json!("x"), "JSON object"),
+            (json!([]), "at least one layout"),
+            (json!({}), "at least one layout"),
+            (json!({"a": 1}), "must be an object"),
+            (json!({"a": {"table": "x"}}), "unknown key \"table\""),
+            (json!({"a": {"tables": 3}}), "tablespace's name"),
+            (json!({"a": {"settings": {"x": [1]}}}), "string, number or boolean"),
+            (json!({"a": {"settings": "x"}}), "settings must be an object"),
+        ] {
+            let e = Experiment::new(args(&l, &o)).unwrap_err();
+            assert_eq!(e.state.code(), "22023");
+            assert!(e.message.contains(says), "{} should say {says}", e.message);
+        }
+    }
+
+    #[test]
+    fn bad_numbers_are_22023_with_their_range() {
+        let l = two();
+        let o = json!({});
+        let check = |f: &dyn Fn(&mut Args), says: &str| {
+            let mut a = args(&l, &o);
+            f(&mut a);
+            let e = Experiment::new(a).unwrap_err();
+            assert_eq!(e.state.code(), "22023");
+            assert!(e.message.contains(says), "{} should say {says}", e.message);
+        };
+        check(&|a| a.repetitions = 0, "repetitions must be between 1 and 100");
+        check(&|a| a.clients = vec![0], "clients must be at least 1");
+        check(&|a| a.clients = vec![], "at least one number of clients");
+        check(&|a| a.clients = vec![4, 4], "lists 4 twice");
+        check(&|a| a.fillfactors = vec![9], "between 10 and 100");
+        check(&|a| a.fillfactors = vec![101], "between 10 and 100");
+        check(&|a| a.duration_us = 500_000, "at least 1 s");
+        check(&|a| a.duration_us = 7200_000_000, "3600 s");
+        check(&|a| a.warmup_us = 1_500_000, "warmup must be 0");
+        check(&|a| a.scale = 0, "scale");
+        check(&|a| a.script = "nope".into(), "nope");
+        check(&|a| a.name = " ".into(), "name");
+        let bad = json!({"order": "random"});
+        let e = Experiment::new(args(&l, &bad)).unwrap_err();
+        assert!(e.message.contains("alternating"), "{}", e.message);
+        let bad = json!({"speed": 1});
+        assert!(Experiment::new(args(&l, &bad)).unwrap_err().message.contains("unknown option"));
+    }
+
+    #[test]
+    fn fewer_clients_than_jobs_run_one_thread_each() {
+        let l = two();
+        let o = json!({});
+        let mut a = args(&l, &o);
+        a.clients = vec![1, 8];
+        let e = Experiment::new(a).unwrap();
+        assert_eq!(e.run(1, 5).jobs, 1);
+        assert_eq!(e.run(8, 5).jobs, 2);
+    }
+
+    #[test]
+    fn repetitions_alternate_their_order_and_fixed_does_not() {
+        let l = json!({"a": {}, "b": {}, "c": {}});
+        let o = json!({});
+        let mut a = args(&l, &o);
+        a.clients = vec![1, 8];
+        let e = Experiment::new(a).unwrap();
+        let first: Vec<_> = e.cells(1);
+        assert_eq!(first, vec![(0, 1), (0, 8), (1, 1), (1, 8), (2, 1), (2, 8)]);
+        let mut second = e.cells(2);
+        second.reverse();
+        assert_eq!(second, first, "repetition 2 runs backwards");
+        assert_eq!(e.cells(3), first);
+        let fixed = json!({"order": "fixed"});
+        let f = Experiment::new(args(&l, &fixed)).unwrap();
+        assert_eq!(f.cells(2), f.cells(1));
+    }
+
+    #[test]
+    fn steps_init_then_size_then_run_per_fillfactor() {
+        let l = two();
+        let o = json!({});
+        let mut a = args(&l, &o);
+        a.fillfactors = vec![100, 70];
+        a.repetitions = 2;
+        let e = Experiment::new(a).unwrap();
+        let s = e.steps();
+        // per fillfactor: init, 2 sizes, 2 repetitions x 2 cells
+        assert_eq!(s.len(), 2 * (1 + 2 + 4));
+        assert_eq!(s[0], Step::Init { fillfactor: 100 });
+        // the last layout sized is the first one the runs use: no extra move
+        assert_eq!(s[2], Step::Sizes { fillfactor: 100, layout: 0 });
+        assert_eq!(s[3], Step::Run { fillfactor: 100, repetition: 1, layout: 0, clients: 8 });
+        assert_eq!(s[7], Step::Init { fillfactor: 70 });
+        assert_eq!(
+            e.describe(s[4], "measured run"),
+            "fillfactor 100, repetition 1/2, layout bb, clients 8: measured run"
+        );
+    }
+
+    #[test]
+    fn pgoptions_escape_spaces_and_quote_the_temp_tablespace() {
+        let p = Placement {
+            temp: Some("lab ram".into()),
+            settings: vec![("application_name".into(), "a b\\c".into())],
+            ..Placement::default()
+        };
+        assert_eq!(
+            pgoptions(&p).unwrap(),
+            "-c application_name=a\\ b\\\\c -c temp_tablespaces=\"lab\\ ram\""
+        );
+        assert_eq!(pgoptions(&Placement::default()), None);
+    }
+
+    #[test]
+    fn experiments_round_trip_through_json() {
+        let l = two();
+        let o = json!({"order": "fixed", "lock_timeout_ms": 100});
+        let e = Experiment::new(args(&l, &o)).unwrap();
+        let back: Experiment = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+        assert_eq!(back.lock_timeout_ms, 100);
+    }
+}

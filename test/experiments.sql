@@ -1,0 +1,126 @@
+-- Experiments: refusals with their SQLSTATE before anything runs; one real
+-- short experiment end to end (2 layouts, 2 repetitions, 2 s runs):
+-- progress visible from here, cancel, a move that times out behind a lock
+-- (the experiment fails with that error and says where the relations are),
+-- resume to the end, and a report whose figures are the stored runs'.
+-- No BEGIN: the job's worker sees only what is committed.
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS dblink;
+SELECT plan(30);
+
+-- Waits (up to 60 s) until a job is done, failed or cancelled; its status.
+CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE s text;
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    SELECT status INTO s FROM storlab.jobs WHERE id = job;
+    EXIT WHEN s IN ('done', 'failed', 'cancelled');
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN s;
+END $$;
+-- Waits (up to 60 s) until the experiment's current_action matches.
+CREATE FUNCTION pg_temp.wait_action(job bigint, pattern text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE a text;
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    SELECT current_action INTO a FROM storlab.experiments WHERE id = job;
+    EXIT WHEN a LIKE pattern;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN a;
+END $$;
+CREATE FUNCTION pg_temp.remote() RETURNS text LANGUAGE sql AS $$
+  SELECT format('host=%s port=%s dbname=%s user=%s', current_setting('unix_socket_directories'),
+                current_setting('port'), current_database(), current_user)
+$$;
+
+-- Refusals, each before any job exists.
+CREATE TEMP TABLE jobs_before AS SELECT count(*) AS n FROM storlab.job_records;
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{}')$$, '22023', NULL, 'no layout: 22023');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '[1]')$$, '22023', NULL, 'an array item without a name: 22023');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"tables": "lab_disk", "where": "x"}}')$$,
+                 '22023', NULL, 'a placement with an unknown key: 22023');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"indexes": "nowhere"}}')$$,
+                 '42704', NULL, 'an unknown tablespace: 42704');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"settings": {"wal_level": "minimal"}}}')$$,
+                 '22023', NULL, 'a setting a session cannot change: 22023');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"settings": {"work_mem": "lots"}}}')$$,
+                 '22023', NULL, 'a value the server refuses: 22023');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {}}', repetitions => 0)$$, '22023', NULL, 'repetitions < 1: 22023');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {}}', clients => '{2,0}')$$, '22023', NULL, 'clients < 1: 22023');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {}}', fillfactors => '{101}')$$, '22023', NULL, 'fillfactor > 100: 22023');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {}}', duration => '2 days')$$, '22023', NULL,
+                 'a duration beyond storlab.max_bench_duration: 22023');
+SELECT is((SELECT count(*) FROM storlab.job_records), (SELECT n FROM jobs_before), 'nothing was started');
+SELECT throws_ok($$SELECT storlab.experiment_resume(424242)$$, '42704', NULL, 'resuming what does not exist: 42704');
+
+-- A real experiment: "disk" (the baseline: first in the array) against
+-- "ram-indexes"; each repetition visits disk, ram-indexes, then the
+-- other way round.
+SELECT storlab.experiment_start('tap',
+  '[{"name": "disk", "tables": "lab_disk", "indexes": "lab_disk"},
+    {"name": "ram-indexes", "tables": "lab_disk", "indexes": "lab_ram", "temp": "lab_ram",
+     "settings": {"synchronous_commit": "off"}}]',
+  clients => '{2}', jobs => 1, duration => '2 s', repetitions => 2, warmup => '1 s', scale => 1,
+  options => '{"lock_timeout_ms": 300}') AS exp \gset
+SELECT is((SELECT steps_total FROM storlab.experiments WHERE id = :exp), 7,
+          'steps: pgbench -i, sizes under 2 layouts, 2 x 2 runs');
+
+-- Progress is visible from another session while it runs; cancel() stops it.
+SELECT alike(pg_temp.wait_action(:exp, 'repetition 1/2, layout disk, clients 2: measured run'),
+            'repetition 1/2, layout disk, clients 2: measured run', 'progress says which run is on');
+SELECT ok(storlab.cancel(:exp), 'cancel() finds the experiment');
+SELECT is(pg_temp.final_status(:exp), 'cancelled', 'it ends cancelled');
+SELECT alike((SELECT current_action FROM storlab.experiments WHERE id = :exp),
+            'cancelled at step 4 of 7 (%); pgbench''s relations are placed as layout disk',
+            'the row says where it stopped and where the relations are');
+SELECT is((SELECT count(*)::int FROM storlab.experiment_sizes WHERE experiment_id = :exp), 20,
+          'the sizes of 10 relations under both layouts were recorded');
+
+-- Another session reads pgbench_accounts in an open transaction, so it
+-- holds ACCESS SHARE locks on the table and on its indexes (the planner
+-- opened them): resumed, the experiment measures the cell whose layout is
+-- in place, then the next move (its indexes to lab_ram) gives up after
+-- lock_timeout_ms and the experiment fails with that error.
+SELECT dblink_connect('holder', pg_temp.remote());
+SELECT dblink_exec('holder', 'BEGIN');
+SELECT * FROM dblink('holder', 'SELECT abalance FROM pgbench_accounts WHERE aid = 1') AS t(abalance int);
+SELECT is(storlab.experiment_resume(:exp), :exp::bigint, 'experiment_resume returns the same id');
+SELECT is(pg_temp.final_status(:exp), 'failed', 'a move behind a lock fails the experiment');
+SELECT alike((SELECT error FROM storlab.experiments WHERE id = :exp), 'could not lock %within lock_timeout (300 ms)%Nothing was moved.', 'with the lock timeout as its error');
+SELECT alike((SELECT current_action FROM storlab.experiments WHERE id = :exp),
+            'failed at step 5 of 7 (repetition 1/2, layout ram-indexes, %); pgbench''s relations are placed as layout disk',
+            'and says the relations are still as the last completed step left them');
+SELECT is((SELECT count(*)::int FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace
+            WHERE c.relname LIKE 'pgbench%' AND t.spcname = 'lab_ram'), 0, 'nothing was moved half-way');
+SELECT dblink_exec('holder', 'ROLLBACK');
+SELECT dblink_disconnect('holder');
+
+-- Resumed again, it runs only what is missing.
+SELECT storlab.experiment_resume(:exp);
+SELECT is(pg_temp.final_status(:exp), 'done', 'resumed, it finishes');
+SELECT is((SELECT count(*)::int FROM storlab.bench_runs
+            WHERE experiment_id = :exp AND NOT warmup AND tps IS NOT NULL), 4,
+          'one measured run per cell and repetition, none run twice');
+SELECT is((SELECT array_agg(experiment_layout || ' ' || repetition ORDER BY id) FROM storlab.bench_runs
+            WHERE experiment_id = :exp AND NOT warmup AND tps IS NOT NULL),
+          ARRAY['disk 1', 'ram-indexes 1', 'ram-indexes 2', 'disk 2'], 'in alternating order');
+SELECT is((SELECT count(*)::int FROM storlab.relocations WHERE label LIKE 'experiment ' || :exp || ' (tap): layout %'
+             AND to_tablespace = 'lab_ram'), 5, 'its moves are in storlab.relocations');
+
+-- The report: one row per layout; its latency is the runs' histograms
+-- merged (run_latency of the same runs), not an average of percentiles.
+SELECT is((SELECT array_agg(layout || ':' || runs ORDER BY layout) FROM storlab.experiment_report(:exp)),
+          ARRAY['disk:2', 'ram-indexes:2'], 'two cells of two runs');
+SELECT is((SELECT lat_p99_ms FROM storlab.experiment_report(:exp) WHERE layout = 'disk'),
+          (SELECT lat_ms FROM storlab.run_latency(
+             (SELECT array_agg(id) FROM storlab.bench_runs WHERE experiment_id = :exp AND experiment_layout = 'disk'
+                AND NOT warmup AND tps IS NOT NULL), '{99}')),
+          'p99 is that of the runs'' transactions together');
+SELECT ok((SELECT improvement_pct = 0 AND p_value IS NULL FROM storlab.experiment_report(:exp) WHERE layout = 'disk')
+      AND (SELECT p_value BETWEEN 0 AND 1 AND tps_ci95_low < tps_mean AND tps_mean < tps_ci95_high
+             FROM storlab.experiment_report(:exp) WHERE layout = 'ram-indexes'),
+          'the baseline is 0 %, the other has a p-value and an interval around its mean');
+
+SELECT * FROM finish();
