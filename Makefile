@@ -4,7 +4,7 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 # As root, cargo pgrx writes into the system PostgreSQL directly; otherwise through sudo.
 SUDO_FLAG := $(if $(filter 0,$(shell id -u)),,--sudo)
 
-.PHONY: all deps install install-debug lab lab-stop demo test bench clean
+.PHONY: all deps install install-debug lab lab-studies lab-stop demo test bench studies study clean
 
 all: install
 
@@ -25,6 +25,11 @@ lab:
 lab-stop:
 	@scripts/lab stop
 
+# The lab plus the studies' storage: ext4 journal modes and barrier=0,
+# btrfs RAID 0/1/6 over several images, ext4 on a zram device (root only).
+lab-studies:
+	@scripts/lab start --studies
+
 demo: install lab
 	@scripts/demo
 
@@ -36,6 +41,14 @@ test: deps
 bench: install lab
 	bench/probe_vs_fio
 	bench/harness_overhead
+
+# Release build, the studies' lab, then the five classic studies (studies/,
+# about 15 minutes); `make study NAME=raid_iops` runs one.
+studies: install lab-studies
+	scripts/studies
+
+study: install lab-studies
+	scripts/studies $(NAME)
 
 clean: lab-stop
 	cargo clean

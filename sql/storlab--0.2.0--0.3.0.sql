@@ -153,3 +153,30 @@ REVOKE ALL ON FUNCTION storlab.experiment_report(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.experiment_report(bigint) TO pg_monitor;
 GRANT SELECT ON storlab.experiments, storlab.experiment_records, storlab.experiment_sizes TO pg_monitor;
 
+-- tablespaces() tells what stands behind each device: backing,
+-- raid_profile and compression (new last columns: a new return type).
+DROP FUNCTION storlab.tablespaces();
+CREATE FUNCTION storlab."tablespaces"() RETURNS TABLE (
+	"kind" TEXT,  /* String */
+	"tablespace" name,  /* Name */
+	"oid" oid,  /* Option < pg_sys :: Oid > */
+	"location" TEXT,  /* String */
+	"fs_type" TEXT,  /* Option < String > */
+	"mount_point" TEXT,  /* Option < String > */
+	"mount_options" TEXT,  /* Option < String > */
+	"device" TEXT,  /* Option < String > */
+	"rotational" bool,  /* Option < bool > */
+	"fs_bytes" bigint,  /* Option < i64 > */
+	"free_bytes" bigint,  /* Option < i64 > */
+	"used_by_postgres_bytes" bigint,  /* Option < i64 > */
+	"direct_io" bool,  /* Option < bool > */
+	"backing" TEXT,  /* Option < String > */
+	"raid_profile" TEXT,  /* Option < String > */
+	"compression" TEXT  /* Option < String > */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'tablespaces_wrapper';
+REVOKE ALL ON FUNCTION storlab.tablespaces() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.tablespaces() TO pg_monitor;

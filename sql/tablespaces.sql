@@ -25,6 +25,13 @@ SELECT tablespace, fs_type, device, rotational
   FROM storlab.tablespaces()
  WHERE tablespace = 'lab_ram';
 
+-- What stands behind the device (a loop device's image file, a zram
+-- device), btrfs's RAID profile and what compresses the data: tmpfs has
+-- none of them (the pgTAP tests check the loop, btrfs and zram answers).
+SELECT tablespace, backing, raid_profile, compression
+  FROM storlab.tablespaces()
+ WHERE tablespace = 'lab_ram';
+
 -- `location` is the folder PostgreSQL really writes to: base/ for pg_default,
 -- the version folder inside a tablespace's location, pg_wal for WAL.
 SELECT tablespace,

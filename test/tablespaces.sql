@@ -2,7 +2,7 @@
 -- Environment-dependent checks live here, not in pg_regress.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(16);
+SELECT plan(20);
 
 CREATE TEMP TABLE facts AS SELECT * FROM storlab.tablespaces();
 CREATE TEMP TABLE peer (tablespace name, tool text, line text);
@@ -73,6 +73,28 @@ SELECT CASE WHEN EXISTS (SELECT FROM facts WHERE tablespace = 'lab_xfs') THEN
     ok((SELECT count(DISTINCT device) = 3 FROM facts WHERE tablespace IN ('lab_ext4', 'lab_xfs', 'lab_btrfs')),
        'each loop filesystem has its own device'))
 ELSE skip('the lab was made without root: no loop-mounted filesystems', 6) END;
+
+-- backing agrees with losetup (the image behind each loop device), and
+-- btrfs's profile with its sysfs folder as `btrfs filesystem df` reads it.
+SELECT pg_temp.ask(tablespace, 'losetup', 'losetup -n -O BACK-FILE ' || pg_temp.sh(device) || ' 2>/dev/null || true')
+  FROM facts WHERE device LIKE '/dev/loop%' AND fs_type <> 'btrfs';
+SELECT is((SELECT string_agg(f.tablespace, ',') FROM facts f JOIN peer p ON p.tablespace = f.tablespace AND p.tool = 'losetup'
+            WHERE f.backing IS DISTINCT FROM 'loop image ' || trim(p.line)),
+          NULL, 'backing names the image losetup says each loop device reads');
+SELECT is((SELECT string_agg(tablespace, ',') FROM facts
+            WHERE device NOT LIKE '/dev/loop%' AND device NOT LIKE '/dev/zram%' AND backing IS NOT NULL),
+          NULL, 'other devices have no backing to name');
+SELECT CASE WHEN EXISTS (SELECT FROM facts WHERE tablespace = 'lab_btrfs') THEN
+  collect_tap(
+    is((SELECT raid_profile || ' / ' || compression FROM facts WHERE tablespace = 'lab_btrfs'),
+       'data single, metadata dup / zstd:3 (btrfs)', 'lab_btrfs: one device, metadata dup, zstd by mount option'))
+ELSE skip('the lab was made without root: no btrfs', 1) END;
+-- lab_zram exists in a lab started with --studies
+SELECT CASE WHEN EXISTS (SELECT FROM facts WHERE tablespace = 'lab_zram') THEN
+  collect_tap(
+    is((SELECT backing || ' / ' || compression FROM facts WHERE tablespace = 'lab_zram'),
+       'zram (lz4) / lz4 (zram)', 'lab_zram: a zram device that compresses with lz4'))
+ELSE skip('no lab_zram (the lab was started without --studies)', 1) END;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -22,6 +22,9 @@ type Row = (
     Option<i64>,
     Option<i64>,
     Option<bool>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
 );
 
 fn bytes(n: u64) -> i64 {
@@ -45,6 +48,9 @@ fn row(t: Target) -> Row {
             Some(bytes(f.free_bytes)),
             used,
             f.direct_io,
+            f.backing,
+            f.raid_profile,
+            f.compression,
         ),
         Err(e) => {
             // One broken tablespace (folder removed behind PostgreSQL's back, a
@@ -69,6 +75,9 @@ fn row(t: Target) -> Row {
                 None,
                 None,
                 used,
+                None,
+                None,
+                None,
                 None,
             )
         }
@@ -95,6 +104,9 @@ fn tablespaces() -> TableIterator<
         name!(free_bytes, Option<i64>),
         name!(used_by_postgres_bytes, Option<i64>),
         name!(direct_io, Option<bool>),
+        name!(backing, Option<String>),
+        name!(raid_profile, Option<String>),
+        name!(compression, Option<String>),
     ),
 > {
     TableIterator::new(all_targets().into_iter().map(row).collect::<Vec<_>>())

@@ -2,6 +2,7 @@
 //! space, O_DIRECT support. Pure Rust (no PostgreSQL), read from the kernel.
 
 pub mod allocation;
+pub mod backing;
 pub mod device;
 pub mod direct_io;
 pub mod mountinfo;
@@ -25,6 +26,12 @@ pub struct StorageFacts {
     pub free_bytes: u64,
     /// None when the check itself failed (e.g. no permission), not "no".
     pub direct_io: Option<bool>,
+    /// What the device is: a loop device's image file, a zram device.
+    pub backing: Option<String>,
+    /// btrfs's data and metadata profiles, with its device count.
+    pub raid_profile: Option<String>,
+    /// What compresses the data: btrfs by mount option, or a zram device.
+    pub compression: Option<String>,
 }
 
 pub fn facts(path: &Path) -> io::Result<StorageFacts> {
@@ -37,7 +44,21 @@ pub fn facts(path: &Path) -> io::Result<StorageFacts> {
         )
     })?;
     let space = space::fs_space(&location)?;
+    let device = backing::device_name(&mount.source);
+    let sys_block = Path::new("/sys/block");
     Ok(StorageFacts {
+        backing: device.and_then(|d| {
+            backing::backing_of_mount(&mount.fs_type, d, sys_block, Path::new("/sys/fs/btrfs"))
+        }),
+        raid_profile: device.and_then(|d| {
+            backing::raid_profile(&mount.fs_type, d, Path::new("/sys/fs/btrfs"))
+        }),
+        compression: backing::compression(
+            &mount.fs_type,
+            &mount.options,
+            device.unwrap_or(""),
+            sys_block,
+        ),
         fs_type: mount.fs_type.clone(),
         mount_point: mount.mount_point.clone(),
         mount_options: mount.options.clone(),
