@@ -2,7 +2,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(18);
+SELECT plan(19);
 
 CREATE FUNCTION pg_temp.scratch_files() RETURNS bigint LANGUAGE sql AS $$
   SELECT count(*) FROM storlab.tablespaces() t,
@@ -131,6 +131,15 @@ CREATE ROLE tap_probe_nobody;
 SET ROLE tap_probe_nobody;
 SELECT throws_ok($$SELECT storlab.probe('lab_ram')$$, '42501', NULL, 'a role without the grant is refused (42501)');
 RESET ROLE;
+
+-- ext4 mounted data=journal accepts O_DIRECT and does buffered I/O: the
+-- probe says so, runs buffered and is stored with direct = false (the
+-- tablespace exists in a lab started with --studies).
+SELECT CASE WHEN EXISTS (SELECT FROM pg_tablespace WHERE spcname = 'lab_ext4_journal') THEN
+  collect_tap(
+    is((SELECT direct FROM storlab.probe('lab_ext4_journal', 'randread', duration => '200 ms', file_size => 4194304)),
+       false, 'a probe on ext4 data=journal is stored as buffered, which it is'))
+ELSE skip('no lab_ext4_journal (the lab was started without --studies)', 1) END;
 
 SELECT * FROM finish();
 ROLLBACK;

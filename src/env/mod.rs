@@ -66,7 +66,11 @@ pub fn facts(path: &Path) -> io::Result<StorageFacts> {
         rotational: device::rotational(mount),
         fs_bytes: space.total_bytes,
         free_bytes: space.avail_bytes,
-        direct_io: direct_io::direct_io_works(&location).ok(),
+        // an O_DIRECT the filesystem turns into buffered I/O does not count
+        direct_io: match direct_io::ignored_by(&mount.fs_type, &mount.options) {
+            Some(_) => Some(false),
+            None => direct_io::direct_io_works(&location).ok(),
+        },
         location,
     })
 }

@@ -191,11 +191,19 @@ impl Drop for DeviceLock {
 /// ('fsync_cost'), so that comparisons never pick up an ad-hoc probe.
 pub fn measure(
     target: &Target,
-    spec: ProbeSpec,
+    mut spec: ProbeSpec,
     label: Option<&str>,
     suite: Option<&str>,
 ) -> Result<i64, Error> {
     let dir = scratch_dir(target);
+    if spec.direct {
+        let facts = env::facts(&target.folder).ok();
+        if let Some(why) = facts.and_then(|f| env::direct_io::ignored_by(&f.fs_type, &f.mount_options)) {
+            // measured as it really runs, and stored so: direct = false
+            notice!("storlab: {}: {why}; this probe runs buffered and is stored with direct = false", target.name);
+            spec.direct = false;
+        }
+    }
     let _device = DeviceLock::acquire(target)?;
     let wal_reserve = if target.kind == "wal" {
         wal_reserve_bytes()
