@@ -124,13 +124,13 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
         match step {
             Step::Init { fillfactor } => {
                 if !done.open(e, fillfactor) {
-                    progress(job, i + 1, &e.describe(step, ": done before"));
+                    progress(job, i + 1, &e.describe(step, "done before"));
                     continue;
                 }
                 // a resumed fillfactor keeps its tables when they are whole
                 // (their history goes on); a new one starts from pgbench -i
                 if done.any_of(e, fillfactor) && tables_whole(e.scale, fillfactor) {
-                    progress(job, i + 1, &e.describe(step, ": tables kept from before"));
+                    progress(job, i + 1, &e.describe(step, "tables kept from before"));
                     continue;
                 }
                 progress(job, i, &e.describe(step, ""));

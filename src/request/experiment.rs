@@ -265,28 +265,28 @@ impl Experiment {
                 String::new()
             }
         };
-        match step {
-            Step::Init { fillfactor } => format!(
-                "{}pgbench -i at scale {} and fillfactor {fillfactor}{phase}",
-                ff(fillfactor),
-                self.scale
-            ),
-            Step::Sizes { fillfactor, layout } => format!(
-                "{}layout {}: {phase}",
-                ff(fillfactor),
-                self.layouts[layout].name
-            ),
+        let what = match step {
+            Step::Init { fillfactor } => {
+                format!("pgbench -i at scale {} and fillfactor {fillfactor}", self.scale)
+            }
+            Step::Sizes { fillfactor, layout } => {
+                format!("{}layout {}", ff(fillfactor), self.layouts[layout].name)
+            }
             Step::Run {
                 fillfactor,
                 repetition,
                 layout,
                 clients,
             } => format!(
-                "{}repetition {repetition}/{}, layout {}, clients {clients}: {phase}",
+                "{}repetition {repetition}/{}, layout {}, clients {clients}",
                 ff(fillfactor),
                 self.repetitions,
                 self.layouts[layout].name
             ),
+        };
+        match phase {
+            "" => what,
+            _ => format!("{what}: {phase}"),
         }
     }
 }
@@ -599,6 +599,9 @@ mod tests {
             e.describe(s[4], "measured run"),
             "fillfactor 100, repetition 1/2, layout bb, clients 8: measured run"
         );
+        // pgbench -i names its fillfactor once; no phase, no colon
+        assert_eq!(e.describe(s[7], ""), "pgbench -i at scale 10 and fillfactor 70");
+        assert_eq!(e.describe(s[7], "done"), "pgbench -i at scale 10 and fillfactor 70: done");
     }
 
     #[test]
