@@ -22,7 +22,7 @@ DO $$ BEGIN
 END $$;
 RESET client_min_messages;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(15);
+SELECT plan(17);
 SELECT clock_timestamp() AS t_start \gset
 
 CREATE ROLE tap_attacker LOGIN;
@@ -134,6 +134,8 @@ CALL storlab.wait(:run_job);
 SELECT string_agg(format('CALL storlab.bench(%L, 1, 1, ''1 s'');', name), E'\n' ORDER BY name) AS every_script
   FROM storlab.scripts() \gset
 :every_script
+CALL storlab.experiment('tap identity', '[{"name": "ram", "indexes": "lab_ram"}, {"name": "default", "indexes": "pg_default"}]',
+                        'select-only', '{1}', 1, '1 s', 1, '0 s', 1) \gset
 SELECT storlab.move_indexes_online('tap_attacker.pgbench_accounts', 'lab_ram') AS index_job \gset
 CALL storlab.wait(:index_job);
 SELECT storlab.bench_start('select-only', clients => 1, jobs => 1, duration => '20 s') AS own_job \gset
@@ -159,8 +161,16 @@ SELECT is((SELECT (options->>'checkpoint_before')::boolean FROM storlab.bench_ru
 SELECT is((SELECT count(*) FROM pg_indexes WHERE schemaname = 'tap_attacker' AND tablename = 'pgbench_accounts'
              AND tablespace = 'lab_ram'), 1::bigint, 'move_indexes_online moved its index, as the caller');
 SELECT ok(:'cancelled_own', 'a role may cancel its own job');
-SELECT is((SELECT count(*) FROM storlab.relocations WHERE moved_by = 'tap_attacker' AND moved_at > :'t_start'),
+SELECT is((SELECT count(*) FROM storlab.relocations WHERE moved_by = 'tap_attacker' AND moved_at > :'t_start'
+              AND label IS DISTINCT FROM 'experiment ' || :experiment_id || ' (tap identity): layout ram'
+              AND label IS DISTINCT FROM 'experiment ' || :experiment_id || ' (tap identity): layout default'),
           5::bigint, 'its five moves are recorded under its name');
+SELECT is((SELECT status || ', ' || runs FROM storlab.experiments, storlab.experiment_report(:experiment_id)
+            WHERE id = :experiment_id AND layout = 'default'), 'done, 1',
+          'its experiment ran, as the role (its report is for readers of storlab''s tables: pg_monitor)');
+SELECT is((SELECT count(*) FROM storlab.relocations WHERE moved_by = 'tap_attacker'
+             AND label LIKE 'experiment ' || :experiment_id || ' (tap identity): layout %'),
+          10::bigint, 'and moved its own indexes there and back, under its name');
 
 -- Privileges hold: another role's job, a superuser's table. (The
 -- superuser's job starts only now: jobs on one database's pgbench tables

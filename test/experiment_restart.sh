@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# An experiment outlives a server crash (TAP output, run by scripts/test with
+# prove): the lab's server is stopped with -m immediate while an experiment
+# measures; after the restart the experiment shows as failed (its worker is
+# gone), experiment_resume() continues it, and it ends with every measured
+# run once. Needs the lab (PGHOST, PGPORT, PGUSER; STORLAB_LAB_DIR) and runs
+# last: it restarts the lab's server.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PG_BIN=/usr/lib/postgresql/15/bin
+LAB_DIR=${STORLAB_LAB_DIR:-/var/tmp/storlab-lab}
+DB=storlab_restart
+sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+as_owner() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+n=0
+tap() { n=$((n + 1)); if [[ $1 == ok ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+is() {
+  if [[ "$1" == "$2" ]]; then tap ok "$3"; else
+    tap fail "$3"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
+  fi
+}
+# polls (up to 90 s) until the query answers t
+until_true() {
+  local i
+  for ((i = 0; i < 900; i++)); do
+    [[ $(sql -c "$1" 2>/dev/null) == t ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+echo "1..5"
+"$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" 2>/dev/null
+sql -c "SET client_min_messages = warning" -c "CREATE EXTENSION storlab" >/dev/null
+id=$(sql -c "SET client_min_messages = warning" -c "SELECT storlab.experiment_start('restart',
+  '[{\"name\": \"disk\", \"indexes\": \"lab_disk\"}, {\"name\": \"ram\", \"indexes\": \"lab_ram\"}]',
+  'select-only', '{1}', 1, '2 s', 2, '0 s', 1)")
+until_true "SELECT current_action LIKE '%repetition 1/2, layout disk, clients 1: measured run' FROM storlab.experiments WHERE id = $id"
+is "$?" 0 "the experiment measures its first run"
+
+# RUST_BACKTRACE from a developer's shell would put a backtrace in every error
+as_owner env -u RUST_BACKTRACE "$PG_BIN/pg_ctl" -D "$LAB_DIR/data" -m immediate -w -t 60 -l "$LAB_DIR/log/server.log" restart >/dev/null
+until_true "SELECT true"
+is "$(sql -c "SELECT status FROM storlab.experiments WHERE id = $id")" failed \
+  "after an immediate restart the experiment shows as failed: its worker is gone"
+
+is "$(sql -c "SELECT storlab.experiment_resume($id)")" "$id" "experiment_resume() takes it up again"
+until_true "SELECT status IN ('done', 'failed', 'cancelled') FROM storlab.experiments WHERE id = $id"
+is "$(sql -c "SELECT status || coalesce(': ' || error, '') FROM storlab.experiments WHERE id = $id")" done "and it finishes"
+is "$(sql -c "SELECT string_agg(experiment_layout || ' ' || repetition, ', ' ORDER BY id) FROM storlab.bench_runs
+               WHERE experiment_id = $id AND NOT warmup AND tps IS NOT NULL")" \
+  "disk 1, ram 1, ram 2, disk 2" "with each measured run once, in alternating order"
+"$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE $DB"
