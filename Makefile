@@ -37,10 +37,12 @@ test: deps
 	@scripts/test
 
 # Release build: probes against fio and pg_test_fsync on the lab's volumes,
-# and the benchmark harness against bare pgbench (about 20 minutes).
+# the benchmark harness against bare pgbench, and what the experiments'
+# alternating order buys over a fixed one (about 35 minutes).
 bench: install lab
 	bench/probe_vs_fio
 	bench/harness_overhead
+	bench/experiment_order
 
 # Release build, the studies' lab, then the five classic studies (studies/,
 # about 15 minutes); `make study NAME=raid_iops` runs one.
