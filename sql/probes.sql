@@ -107,6 +107,8 @@ SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.probe('lab_ram', block_size => 1000)$$),
   ($$storlab.probe('lab_ram', block_size => 2097152)$$),
   ($$storlab.probe('lab_ram', duration => '0 s')$$),
+  ($$storlab.probe('lab_ram', duration => '1 microsecond')$$),
+  ($$storlab.profile('lab_ram', duration => '5 ms')$$),
   ($$storlab.probe('lab_ram', duration => '1 hour')$$),
   ($$storlab.probe('lab_ram', workers => 0)$$),
   ($$storlab.probe('lab_ram', workers => 65)$$),

@@ -2,7 +2,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(19);
+SELECT plan(22);
 
 CREATE FUNCTION pg_temp.scratch_files() RETURNS bigint LANGUAGE sql AS $$
   SELECT count(*) FROM storlab.tablespaces() t,
@@ -131,6 +131,21 @@ CREATE ROLE tap_probe_nobody;
 SET ROLE tap_probe_nobody;
 SELECT throws_ok($$SELECT storlab.probe('lab_ram')$$, '42501', NULL, 'a role without the grant is refused (42501)');
 RESET ROLE;
+
+-- Figures that cannot mislead: a probe too short to complete anything is
+-- refused up front, and a stored probe that completed nothing (as a
+-- release before 0.3.0 could store) never reaches a comparison.
+SELECT throws_ok($$SELECT storlab.probe('lab_ram', 'randread', duration => '1 microsecond', direct => false)$$,
+                 '22023', NULL, 'a probe of a microsecond is refused (22023)');
+SELECT throws_ok($$SELECT * FROM storlab.compare_tablespaces(duration => '1 microsecond')$$,
+                 '22023', NULL, 'and so is a suite of a microsecond per workload');
+INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method, file_size,
+                            duration_s, ops, bytes, iops, mib_s, histogram, env, system_identifier, hostname,
+                            started_at, suite)
+SELECT 'lab_ram', '/nowhere', 'randread', 8192, 1, false, 'none', 1048576, 0.000001, 0, 0, 0, 0, ''::bytea, '{}',
+       (SELECT system_identifier FROM pg_control_system()), 'tap', clock_timestamp() + interval '1 hour', 'standard';
+SELECT ok((SELECT randread_iops > 0 FROM storlab.compare_tablespaces(duration => '100 ms') WHERE tablespace = 'lab_ram'),
+          'compare_tablespaces() passes over a stored probe with no operation, however new');
 
 -- ext4 mounted data=journal accepts O_DIRECT and does buffered I/O: the
 -- probe says so, runs buffered and is stored with direct = false (the

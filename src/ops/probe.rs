@@ -261,6 +261,17 @@ pub fn measure(
     for notice in &result.notices {
         notice!("storlab: {notice}");
     }
+    // a probe that completed nothing has no figure to give: stored, it
+    // would read as 0 IOPS and no latency in every comparison
+    if result.ops == 0 {
+        return Err(invalid(format!(
+            "the probe on {} completed no {} operation in {:.3} s: there is no figure to store",
+            target.name,
+            spec.workload.as_str(),
+            result.elapsed.as_secs_f64()
+        ))
+        .with_hint("Give a longer duration: a few seconds measure a device well."));
+    }
 
     let h = &result.histogram;
     let secs = result.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);

@@ -151,7 +151,8 @@ pub fn profile(targets: &[Target], duration: Duration, workers: &[usize]) -> Vec
     ids
 }
 
-/// The newest stored result of one suite item on one target, younger than max_age:
+/// The newest stored result of one suite item on one target, younger than max_age
+/// (one with no operation, as releases before 0.3.0 could store, is never used):
 /// (lat_p50_us, lat_p99_us, iops, mib_s, started_at).
 type Newest = (Option<f64>, Option<f64>, f64, f64, TimestampWithTimeZone);
 
@@ -162,7 +163,7 @@ fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest
                 "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at
                FROM storlab.probes
               WHERE tablespace = $1 AND workload = $2 AND block_size = $3 AND sync_method = $4
-                AND workers = 1 AND suite = 'standard'
+                AND workers = 1 AND suite = 'standard' AND ops > 0
                 AND system_identifier = $5 AND started_at > pg_catalog.now() - $6
               ORDER BY started_at DESC LIMIT 1",
                 None,

@@ -39,13 +39,7 @@ pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
             raw.block_size
         )));
     }
-    if raw.duration_us <= 0 || raw.duration_us as u128 > max_duration.as_micros() {
-        return Err(invalid(format!(
-            "duration must be positive and at most storlab.max_probe_duration ({} s), not {} s",
-            max_duration.as_secs(),
-            raw.duration_us as f64 / 1e6
-        )));
-    }
+    let duration = suite_duration(raw.duration_us, max_duration)?;
     if !(1..=MAX_WORKERS).contains(&raw.workers) {
         return Err(invalid(format!(
             "workers must be between 1 and {MAX_WORKERS}, not {}",
@@ -75,19 +69,26 @@ pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
     Ok(ProbeArgs {
         workload,
         block_size: raw.block_size as usize,
-        duration: Duration::from_micros(raw.duration_us as u64),
+        duration,
         workers: raw.workers as usize,
         file_size: raw.file_size as u64,
         sync,
     })
 }
 
-/// A suite's duration per workload: positive and at most
-/// storlab.max_probe_duration.
+/// The shortest probe: below it a probe may complete no operation at all
+/// (a first write that allocates, an fsync), and a figure of nothing would
+/// be stored and compared.
+pub const MIN_DURATION: Duration = Duration::from_millis(10);
+
+/// A probe's (or a suite's per workload) duration: at least MIN_DURATION
+/// and at most storlab.max_probe_duration.
 pub fn suite_duration(duration_us: i64, max_duration: Duration) -> Result<Duration> {
-    if duration_us <= 0 || duration_us as u128 > max_duration.as_micros() {
+    let min_us = MIN_DURATION.as_micros() as i64;
+    if duration_us < min_us || duration_us as u128 > max_duration.as_micros() {
         return Err(invalid(format!(
-            "duration must be positive and at most storlab.max_probe_duration ({} s), not {} s",
+            "duration must be at least {} ms and at most storlab.max_probe_duration ({} s), not {} s",
+            MIN_DURATION.as_millis(),
             max_duration.as_secs(),
             duration_us as f64 / 1e6
         )));
@@ -181,7 +182,7 @@ mod tests {
             duration_us: 0,
             ..raw()
         })
-        .contains("positive"));
+        .contains("at least 10 ms"));
         assert!(e(RawProbeArgs {
             duration_us: 301_000_000,
             ..raw()
@@ -242,11 +243,15 @@ mod tests {
         assert!(suite_duration(0, MAX)
             .unwrap_err()
             .message
-            .contains("positive"));
+            .contains("at least 10 ms"));
         assert!(suite_duration(301_000_000, MAX)
             .unwrap_err()
             .message
             .contains("300 s"));
+        // a microsecond measures nothing: refused, as is anything under 10 ms
+        assert!(suite_duration(1, MAX).is_err());
+        assert!(suite_duration(9_999, MAX).is_err());
+        assert_eq!(suite_duration(10_000, MAX).unwrap(), MIN_DURATION);
         assert_eq!(worker_counts(&[Some(1), Some(4)]).unwrap(), vec![1, 4]);
         assert!(worker_counts(&[])
             .unwrap_err()
