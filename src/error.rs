@@ -24,6 +24,8 @@ pub enum SqlState {
     LockNotAvailable,
     /// 55006: another storlab job already uses the object
     ObjectInUse,
+    /// 55000: the object is not ready for this (pgbench's tables half made)
+    ObjectNotInPrerequisiteState,
     /// 53100
     DiskFull,
     /// 53400
@@ -47,6 +49,7 @@ impl SqlState {
             SqlState::InsufficientPrivilege => "42501",
             SqlState::LockNotAvailable => "55P03",
             SqlState::ObjectInUse => "55006",
+            SqlState::ObjectNotInPrerequisiteState => "55000",
             SqlState::DiskFull => "53100",
             SqlState::ConfigurationLimitExceeded => "53400",
             SqlState::QueryCanceled => "57014",
@@ -114,6 +117,7 @@ mod tests {
         assert_eq!(SqlState::InvalidParameterValue.code(), "22023");
         assert_eq!(SqlState::LockNotAvailable.code(), "55P03");
         assert_eq!(SqlState::ObjectInUse.code(), "55006");
+        assert_eq!(SqlState::ObjectNotInPrerequisiteState.code(), "55000");
         let e = invalid("scale must be at least 1").with_detail("got 0");
         assert_eq!(e.to_string(), "scale must be at least 1 (got 0)");
     }

@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(31);
+SELECT plan(33);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -152,5 +152,15 @@ SELECT is((SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'storlab j
           'a rolled-back bench_start or bench_init leaves no worker behind within a second');
 SELECT is((SELECT count(*) FROM storlab.jobs WHERE id IN (:rolled_back, :rolled_back_init)), 0::bigint,
           'and no job row');
+
+-- pgbench -i makes the primary keys last: tables it left half-loaded (it
+-- failed, or was cancelled) have none, and a run on them is refused,
+-- naming bench_init, instead of measuring a fraction of the data.
+ALTER TABLE pgbench_accounts DROP CONSTRAINT pgbench_accounts_pkey;
+SELECT throws_ok($$SELECT storlab.bench_start('select-only', 1, 1, '1 s')$$, '55000', NULL,
+                 'a run on tables pgbench -i did not finish is refused (55000)');
+SELECT throws_like($$SELECT storlab.bench_start('select-only', 1, 1, '1 s')$$,
+                   '%pgbench_accounts has no primary key%', 'saying what is missing');
+ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid);
 
 SELECT * FROM finish();

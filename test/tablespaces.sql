@@ -49,10 +49,21 @@ SELECT is((SELECT string_agg(tablespace || ':' || free_bytes || '/' || df_avail,
           NULL, 'free_bytes is df''s avail, within 2 %');
 SELECT is((SELECT string_agg(tablespace, ',') FROM cmp WHERE direct_io IS DISTINCT FROM dd_direct), NULL,
           'direct_io agrees with dd oflag=direct');
--- live, in one statement: this test's own temp tables grow pg_default
-SELECT is((SELECT string_agg(tablespace, ',') FROM storlab.tablespaces()
-            WHERE kind = 'tablespace' AND used_by_postgres_bytes <> pg_tablespace_size(oid)),
-          NULL, 'used_by_postgres_bytes is pg_tablespace_size() for every tablespace');
+-- live, in one statement: this test's own temp tables grow pg_default. A
+-- file that changes between the two readings (autovacuum truncating a
+-- table after the benchmark tests) is not a disagreement: up to five tries.
+CREATE FUNCTION pg_temp.size_mismatches() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE m text;
+BEGIN
+  FOR i IN 1 .. 5 LOOP
+    SELECT string_agg(tablespace, ',') INTO m FROM storlab.tablespaces()
+     WHERE kind = 'tablespace' AND used_by_postgres_bytes <> pg_tablespace_size(oid);
+    EXIT WHEN m IS NULL;
+    PERFORM pg_sleep(0.2);
+  END LOOP;
+  RETURN m;
+END $$;
+SELECT is(pg_temp.size_mismatches(), NULL, 'used_by_postgres_bytes is pg_tablespace_size() for every tablespace');
 SELECT cmp_ok((SELECT used_by_postgres_bytes FROM facts WHERE kind = 'wal'),
               '>=', (SELECT sum(size) FROM pg_ls_waldir())::bigint, 'the WAL row counts every WAL segment');
 -- only database folders and PostgreSQL's own temp folder belong there

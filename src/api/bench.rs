@@ -95,18 +95,20 @@ fn bench_start(
     // "$user", public unless ALTER ROLE / DATABASE changed it; this
     // function runs behind a fixed one, so it looks where pgbench will.
     // The job checks again with the role's real settings.
-    let tables = Spi::get_one::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                         WHERE c.relname = 'pgbench_accounts' AND c.relkind IN ('r', 'p')
-                           AND n.nspname IN (current_user, 'public'))",
+    let schema = Spi::get_one::<String>(
+        "SELECT (SELECT n.nspname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                  WHERE c.relname = 'pgbench_accounts' AND c.relkind IN ('r', 'p')
+                    AND n.nspname IN (current_user, 'public')
+                  ORDER BY n.nspname = current_user DESC LIMIT 1)",
     );
-    if tables != Ok(Some(true)) {
+    let Ok(Some(schema)) = schema else {
         Error::new(
             SqlState::UndefinedTable,
             "pgbench's tables are missing in this database: create them with SELECT storlab.bench_init()",
         )
-        .raise();
-    }
+        .raise()
+    };
+    jobs::check_pgbench_tables_complete(&schema).or_raise();
     request.options = jobs::checkpoint_option(request.options);
     let row = request.clone();
     let id = jobs::start(JobSpec::Bench(request));

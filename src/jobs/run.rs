@@ -155,12 +155,13 @@ fn run_program(
     let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
     match out {
         Outcome::Exited(s) if s.success() => Ok(Output { stdout, stderr }),
+        // the cause first: pgbench -i prints its progress before it
         Outcome::Exited(s) => Err(JobEnd::Failed(format!(
             "{} exited with {}: {}",
             program.file_name().unwrap_or_default().to_string_lossy(),
             s.code()
                 .map_or("a signal".to_string(), |c| format!("status {c}")),
-            stderr.trim()
+            pgbench::cause_first(&stderr)
         ))),
         Outcome::Stopped(why) => Err(JobEnd::Stopped(why)),
     }
@@ -307,6 +308,9 @@ pub(super) fn bench(
     let sampling_rate = r.sampling_rate();
 
     let schema = pgbench_schema()?;
+    // checked again here: an initialisation may have failed since the call
+    as_caller(|| Ok(crate::ops::jobs::check_pgbench_tables_complete(&schema)))
+        .map_err(|e| JobEnd::Failed(format!("{}. {}", e.message, e.hint.unwrap_or_default())))?;
     let quoted = quote_ident(&schema);
     let accounts = format!("{quoted}.pgbench_accounts").replace('\'', "''");
     let (scale, fillfactor) = as_caller(|| {
@@ -404,6 +408,17 @@ pub(super) fn bench(
 
     let summary = pgbench::parse_summary(&stdout)
         .map_err(|e| JobEnd::Failed(format!("pgbench's summary: {e}")))?;
+    // a run that completed nothing has no TPS or latency to give: stored,
+    // it would read as 0 TPS in every comparison
+    if summary.transactions == Some(0) {
+        return Err(JobEnd::Failed(format!(
+            "pgbench completed no transaction in {duration_s} s: there is no figure to store{}",
+            pgbench::parse_stderr(&out.stderr)
+                .ok()
+                .and_then(|r| r.first_error().map(|e| format!(" ({e})")))
+                .unwrap_or_default()
+        )));
+    }
     let tx = pgbench::read_tx_logs(dir, "tx", o.tx_log_format())
         .map_err(|e| JobEnd::Failed(format!("pgbench's transaction log: {e}")))?;
     let p = tx.histogram.percentiles();

@@ -86,6 +86,29 @@ fn pgbench_tables_free() -> Result<(), Error> {
     }
 }
 
+/// pgbench's tables as `pgbench -i` leaves them when it finished: its last
+/// step gives pgbench_accounts its primary key. Tables a failed or
+/// cancelled initialisation left half-loaded have none, and a run on them
+/// would measure a fraction of the data: refused (55000), naming bench_init.
+pub fn check_pgbench_tables_complete(schema: &str) -> Result<(), Error> {
+    let complete = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_index i
+                         WHERE i.indrelid = pg_catalog.to_regclass(pg_catalog.format('%I.pgbench_accounts', $1))
+                           AND i.indisprimary AND i.indisvalid)",
+        &[schema.into()],
+    )
+    .map_err(spi("reading pgbench's tables"))?;
+    if complete == Some(true) {
+        return Ok(());
+    }
+    Err(Error::new(
+        SqlState::ObjectNotInPrerequisiteState,
+        format!("pgbench's tables in schema \"{schema}\" are incomplete: pgbench_accounts has no primary key"),
+    )
+    .with_detail("pgbench -i makes the primary keys last: an initialisation that failed or was cancelled leaves tables that hold only part of the data.")
+    .with_hint("Make them again with SELECT storlab.bench_init()."))
+}
+
 /// Inserts the job row and starts its worker, which waits until the
 /// caller's transaction commits and the row becomes visible. Returns the id.
 pub fn start(spec: JobSpec) -> i64 {

@@ -176,8 +176,81 @@ pub fn parse_init_timings(stderr: &str) -> Result<Option<InitTimings>, PgbenchEr
     Ok(Some(InitTimings { total_s, steps }))
 }
 
+/// A failed client program's stderr (pgbench, psql) as a person should
+/// read it: the lines that say what went wrong first (errors, their detail
+/// and hint, the server's ERROR), then what else it printed, without the
+/// progress chatter (`creating tables...`, `100000 of 1000000 tuples (10%)
+/// done`, `progress: ...`) that would push the cause out of sight.
+pub fn cause_first(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let is_cause = |l: &str| {
+        let l = l
+            .strip_prefix("pgbench: ")
+            .or_else(|| l.strip_prefix("psql: "))
+            .unwrap_or(l);
+        ["error:", "fatal:", "detail:", "hint:", "ERROR:", "FATAL:", "DETAIL:", "HINT:", "PANIC:"]
+            .iter()
+            .any(|p| l.starts_with(p))
+            || l.contains(": ERROR:")
+    };
+    let is_progress = |l: &str| {
+        l.ends_with("...")
+            || l.starts_with("progress: ")
+            || (l.contains(" tuples (") && l.contains(" done ("))
+    };
+    let causes: Vec<&str> = lines.iter().copied().filter(|l| is_cause(l)).collect();
+    let rest: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !is_cause(l) && !is_progress(l))
+        .collect();
+    match (causes.is_empty(), rest.is_empty()) {
+        (false, true) => causes.join("; "),
+        (false, false) => format!("{} (it also printed: {})", causes.join("; "), rest.join("; ")),
+        (true, false) => rest.join("; "),
+        // nothing but progress: its last line is where it stopped
+        (true, true) => lines.last().map(|l| format!("it stopped after: {l}")).unwrap_or_default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_cause_of_a_failed_init_comes_first() {
+        let stderr = "dropping old tables...\ncreating tables...\ngenerating data (client-side)...\n\
+100000 of 1000000 tuples (10%) done (elapsed 0.05 s, remaining 0.45 s)\n\
+200000 of 1000000 tuples (20%) done (elapsed 0.11 s, remaining 0.44 s)\n\
+pgbench: error: PQendcopy failed\n\
+pgbench: detail: ERROR:  could not extend file \"pg_tblspc/16384/PG_15/5/16399\": No space left on device\n\
+HINT:  Check free disk space.\n";
+        assert_eq!(
+            cause_first(stderr),
+            "pgbench: error: PQendcopy failed; pgbench: detail: ERROR:  could not extend file \
+             \"pg_tblspc/16384/PG_15/5/16399\": No space left on device; HINT:  Check free disk space."
+        );
+    }
+
+    #[test]
+    fn other_lines_follow_the_cause_and_progress_alone_says_where_it_stopped() {
+        assert_eq!(
+            cause_first("starting vacuum...end.\npgbench: error: connection to server failed\nsome note\n"),
+            "pgbench: error: connection to server failed (it also printed: starting vacuum...end.; some note)"
+        );
+        assert_eq!(
+            cause_first("psql:<stdin>:1: ERROR:  relation \"x\" does not exist\n"),
+            "psql:<stdin>:1: ERROR:  relation \"x\" does not exist"
+        );
+        assert_eq!(
+            cause_first("dropping old tables...\ncreating tables...\n"),
+            "it stopped after: creating tables..."
+        );
+        assert_eq!(cause_first(""), "");
+    }
     use super::*;
 
     #[test]
