@@ -180,3 +180,55 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'tablespaces_wrapper';
 REVOKE ALL ON FUNCTION storlab.tablespaces() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.tablespaces() TO pg_monitor;
+
+-- A failed job keeps its error's SQLSTATE: job_status() gains a column
+-- (a new return type), and CALL storlab.wait raises the error with it.
+DROP FUNCTION storlab.job_status(bigint);
+CREATE FUNCTION storlab."job_status"(
+	"job_id" bigint /* i64 */
+) RETURNS TABLE (
+	"status" TEXT,  /* String */
+	"error" TEXT,  /* Option < String > */
+	"sqlstate" TEXT  /* Option < String > */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'job_status_wrapper';
+REVOKE ALL ON FUNCTION storlab.job_status(bigint) FROM PUBLIC;
+CREATE OR REPLACE PROCEDURE storlab.wait(job_id bigint, timeout interval DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+  s pg_catalog.text;
+  e pg_catalog.text;
+  c pg_catalog.text;
+  deadline pg_catalog.timestamptz := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) timeout;
+BEGIN
+  LOOP
+    BEGIN
+      SELECT j.status, j.error, j.sqlstate INTO s, e, c FROM storlab.job_status(job_id) j;
+      EXIT WHEN s IS NULL
+             OR s OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']::pg_catalog.text[]);
+      PERFORM pg_catalog.pg_sleep(0.25);
+    EXCEPTION WHEN query_canceled THEN
+      -- this transaction rolls back, and a cancel() with it: stop the job now
+      PERFORM storlab.stop_now(job_id);
+      RAISE;
+    END;
+    COMMIT;
+    IF deadline IS NOT NULL AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>) deadline THEN
+      RAISE EXCEPTION 'storlab job % is still % after %', job_id, s, timeout
+        USING ERRCODE = '57014', HINT = 'The job goes on; wait again, or stop it with storlab.cancel().';
+    END IF;
+  END LOOP;
+  IF s IS NULL THEN
+    RAISE EXCEPTION 'storlab job % does not exist', job_id USING ERRCODE = '42704';
+  ELSIF s OPERATOR(pg_catalog.=) 'failed' THEN
+    -- with the job's own SQLSTATE (a lock timeout is 55P03 here too);
+    -- a failure outside PostgreSQL (pgbench's exit) is 38000
+    RAISE EXCEPTION USING MESSAGE = pg_catalog.format('storlab job %s failed: %s', job_id, e),
+                          ERRCODE = CASE WHEN c IS NULL THEN '38000' ELSE c END;
+  ELSIF s OPERATOR(pg_catalog.=) 'cancelled' THEN
+    RAISE EXCEPTION 'storlab job % was cancelled', job_id USING ERRCODE = '57014';
+  END IF;
+END $$;

@@ -59,6 +59,14 @@ impl SqlState {
     }
 }
 
+/// PostgreSQL's packed SQLSTATE (MAKE_SQLSTATE: six bits a character,
+/// first character lowest) as its five characters, e.g. `55P03`.
+pub fn unpack_sqlstate(code: i32) -> String {
+    (0..5)
+        .map(|i| (((code >> (6 * i)) & 0x3F) as u8 + b'0') as char)
+        .collect()
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
     pub state: SqlState,
@@ -118,6 +126,19 @@ mod tests {
         assert_eq!(SqlState::LockNotAvailable.code(), "55P03");
         assert_eq!(SqlState::ObjectInUse.code(), "55006");
         assert_eq!(SqlState::ObjectNotInPrerequisiteState.code(), "55000");
+    }
+
+    #[test]
+    fn packed_sqlstates_unpack_as_postgresql_spells_them() {
+        // MAKE_SQLSTATE('5','5','P','0','3'), as errcodes.h defines ERRCODE_LOCK_NOT_AVAILABLE
+        let pack = |s: &str| {
+            s.bytes()
+                .enumerate()
+                .fold(0i32, |acc, (i, c)| acc | (((c - b'0') as i32 & 0x3F) << (6 * i)))
+        };
+        for code in ["55P03", "42501", "22023", "XX000", "57014", "40001"] {
+            assert_eq!(unpack_sqlstate(pack(code)), code);
+        }
         let e = invalid("scale must be at least 1").with_detail("got 0");
         assert_eq!(e.to_string(), "scale must be at least 1 (got 0)");
     }

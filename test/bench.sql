@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(33);
+SELECT plan(37);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -162,5 +162,20 @@ SELECT throws_ok($$SELECT storlab.bench_start('select-only', 1, 1, '1 s')$$, '55
 SELECT throws_like($$SELECT storlab.bench_start('select-only', 1, 1, '1 s')$$,
                    '%pgbench_accounts has no primary key%', 'saying what is missing');
 ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid);
+
+-- A job that fails in its worker keeps its error's SQLSTATE, and CALL
+-- storlab.wait raises the error with it: here the run's tables lose their
+-- primary key before the worker gets to them (the worker starts once the
+-- transaction that made the job commits), and the worker's check refuses.
+BEGIN;
+SELECT storlab.bench_start('select-only', 1, 1, '1 s') AS late_job \gset
+ALTER TABLE pgbench_accounts DROP CONSTRAINT pgbench_accounts_pkey;
+COMMIT;
+SELECT is(pg_temp.final_status(:late_job), 'failed', 'the worker refuses tables made incomplete after the call');
+SELECT is((SELECT sqlstate FROM storlab.job_status(:late_job)), '55000', 'the job keeps the error''s SQLSTATE');
+SELECT throws_ok(format('CALL storlab.wait(%s)', :late_job), '55000', NULL, 'CALL storlab.wait raises it with that SQLSTATE');
+ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid);
+SELECT throws_ok(format('CALL storlab.wait(%s)', :bad_job), '38000', NULL,
+                 'a failure outside PostgreSQL (pgbench''s exit) is raised as 38000');
 
 SELECT * FROM finish();

@@ -6,7 +6,7 @@
 -- No BEGIN: the job's worker sees only what is committed.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(30);
+SELECT plan(31);
 
 -- Waits (up to 60 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -92,6 +92,7 @@ SELECT alike((SELECT error FROM storlab.experiments WHERE id = :exp), 'could not
 SELECT alike((SELECT current_action FROM storlab.experiments WHERE id = :exp),
             'failed at step 5 of 7 (repetition 1/2, layout ram-indexes, %); pgbench''s relations are placed as layout disk',
             'and says the relations are still as the last completed step left them');
+SELECT throws_ok(format('CALL storlab.wait(%s)', :exp), '55P03', NULL, 'CALL storlab.wait raises the lock timeout as 55P03');
 SELECT is((SELECT count(*)::int FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace
             WHERE c.relname LIKE 'pgbench%' AND t.spcname = 'lab_ram'), 0, 'nothing was moved half-way');
 SELECT dblink_exec('holder', 'ROLLBACK');

@@ -2,7 +2,7 @@
 
 -- Waits for a job by polling, committing between polls so that the caller
 -- never holds one snapshot for the length of a benchmark. Raises the job's
--- error if it failed; cancels the job if the caller is cancelled
+-- error if it failed (with the job's SQLSTATE); cancels the job if the caller is cancelled
 -- (statement_timeout, pg_cancel_backend). `timeout` stops waiting, not the job.
 --
 -- A procedure that COMMITs cannot carry a SET search_path clause, so every
@@ -13,11 +13,12 @@ LANGUAGE plpgsql AS $$
 DECLARE
   s pg_catalog.text;
   e pg_catalog.text;
+  c pg_catalog.text;
   deadline pg_catalog.timestamptz := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) timeout;
 BEGIN
   LOOP
     BEGIN
-      SELECT j.status, j.error INTO s, e FROM storlab.job_status(job_id) j;
+      SELECT j.status, j.error, j.sqlstate INTO s, e, c FROM storlab.job_status(job_id) j;
       EXIT WHEN s IS NULL
              OR s OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']::pg_catalog.text[]);
       PERFORM pg_catalog.pg_sleep(0.25);
@@ -35,7 +36,10 @@ BEGIN
   IF s IS NULL THEN
     RAISE EXCEPTION 'storlab job % does not exist', job_id USING ERRCODE = '42704';
   ELSIF s OPERATOR(pg_catalog.=) 'failed' THEN
-    RAISE EXCEPTION 'storlab job % failed: %', job_id, e USING ERRCODE = '38000';
+    -- with the job's own SQLSTATE (a lock timeout is 55P03 here too);
+    -- a failure outside PostgreSQL (pgbench's exit) is 38000
+    RAISE EXCEPTION USING MESSAGE = pg_catalog.format('storlab job %s failed: %s', job_id, e),
+                          ERRCODE = CASE WHEN c IS NULL THEN '38000' ELSE c END;
   ELSIF s OPERATOR(pg_catalog.=) 'cancelled' THEN
     RAISE EXCEPTION 'storlab job % was cancelled', job_id USING ERRCODE = '57014';
   END IF;

@@ -197,11 +197,20 @@ fn stop_now(job_id: i64) -> bool {
     jobs::stop_now(job_id)
 }
 
-/// A job's status and error, for storlab.wait(); no row when there is no such job.
+/// A job's status, error and the error's SQLSTATE (NULL for a failure
+/// outside PostgreSQL, such as pgbench's exit), for storlab.wait(); no row
+/// when there is no such job.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn job_status(
     job_id: i64,
-) -> TableIterator<'static, (name!(status, String), name!(error, Option<String>))> {
+) -> TableIterator<
+    'static,
+    (
+        name!(status, String),
+        name!(error, Option<String>),
+        name!(sqlstate, Option<String>),
+    ),
+> {
     TableIterator::new(jobs::status(job_id))
 }

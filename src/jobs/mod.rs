@@ -114,15 +114,32 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
             // SAFETY: leaves the failed transaction (a no-op outside one),
             // restoring the user id and GUC nest levels as any abort does.
             unsafe { pg_sys::AbortCurrentTransaction() };
-            Err(run::JobEnd::Failed(error_text(&e)))
+            Err(caught(&e))
         })
         .execute();
-    let (status, error) = match outcome {
-        Ok(()) => ("done", None),
-        Err(run::JobEnd::Stopped(why)) => ("cancelled", Some(why)),
-        Err(run::JobEnd::Failed(why)) => ("failed", Some(why)),
-    };
-    finish(job_id, status, error);
+    match outcome {
+        Ok(()) => finish(job_id, "done", None),
+        Err(run::JobEnd::Stopped(why)) => finish(job_id, "cancelled", Some(why)),
+        Err(run::JobEnd::Failed(why)) => finish(job_id, "failed", Some(why)),
+        Err(run::JobEnd::Error {
+            message,
+            sqlstate,
+            detail,
+        }) => {
+            finish(job_id, "failed", Some(message));
+            // the SQLSTATE and detail, for CALL storlab.wait to raise
+            bookkeeping(|| {
+                Spi::run_with_args(
+                    "UPDATE storlab.job_records
+                        SET detail = coalesce(detail, '{}') OPERATOR(pg_catalog.||)
+                                     pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                                       'error_sqlstate', $2::text, 'error_detail', $3::text))
+                      WHERE id = $1",
+                    &[job_id.into(), sqlstate.into(), detail.into()],
+                )
+            });
+        }
+    }
 }
 
 fn finish(job_id: i64, status: &str, error: Option<String>) {
@@ -152,18 +169,23 @@ fn finish(job_id: i64, status: &str, error: Option<String>) {
     });
 }
 
-/// An error's message, with its detail, for the job's `error`.
-fn error_text(e: &pg_sys::panic::CaughtError) -> String {
+/// An ERROR caught in the job's work: its message (with its detail, as
+/// the job's `error` always read), its SQLSTATE and detail kept apart.
+fn caught(e: &pg_sys::panic::CaughtError) -> run::JobEnd {
     use pg_sys::panic::CaughtError::*;
     let report = match e {
         PostgresError(r) | ErrorReport(r) => r,
         RustPanic { ereport, .. } => ereport,
     };
-    let mut text = report.message().to_string();
+    let mut message = report.message().to_string();
     if let Some(detail) = report.detail() {
-        text.push_str(&format!(": {detail}"));
+        message.push_str(&format!(": {detail}"));
     }
-    text
+    run::JobEnd::Error {
+        message,
+        sqlstate: crate::error::unpack_sqlstate(report.sql_error_code() as i32),
+        detail: report.detail().map(str::to_string),
+    }
 }
 
 /// What became of a queued job when its worker came to start it.

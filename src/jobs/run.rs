@@ -20,7 +20,26 @@ use crate::sqltypes::Name;
 
 pub enum JobEnd {
     Stopped(String),
+    /// A failure outside PostgreSQL (pgbench's exit, a file): the job's
+    /// error; CALL storlab.wait raises it as 38000.
     Failed(String),
+    /// An ERROR with its own SQLSTATE (a lock timeout, a privilege, a
+    /// check of ours): CALL storlab.wait raises it with that SQLSTATE.
+    Error {
+        message: String,
+        sqlstate: String,
+        detail: Option<String>,
+    },
+}
+
+impl From<crate::error::Error> for JobEnd {
+    fn from(e: crate::error::Error) -> Self {
+        JobEnd::Error {
+            message: e.message,
+            sqlstate: e.state.code().to_string(),
+            detail: e.detail.or(e.hint),
+        }
+    }
 }
 
 pub fn run(job: &Job) -> Result<(), JobEnd> {
@@ -309,8 +328,7 @@ pub(super) fn bench(
 
     let schema = pgbench_schema()?;
     // checked again here: an initialisation may have failed since the call
-    as_caller(|| Ok(crate::ops::jobs::check_pgbench_tables_complete(&schema)))
-        .map_err(|e| JobEnd::Failed(format!("{}. {}", e.message, e.hint.unwrap_or_default())))?;
+    as_caller(|| Ok(crate::ops::jobs::check_pgbench_tables_complete(&schema)))?;
     let quoted = quote_ident(&schema);
     let accounts = format!("{quoted}.pgbench_accounts").replace('\'', "''");
     let (scale, fillfactor) = as_caller(|| {

@@ -76,3 +76,21 @@ impl Error {
         raise(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::unpack_sqlstate;
+
+    #[test]
+    fn postgresqls_packed_codes_unpack_to_their_sqlstate() {
+        for state in [
+            SqlState::LockNotAvailable,
+            SqlState::InsufficientPrivilege,
+            SqlState::ObjectNotInPrerequisiteState,
+            SqlState::Internal,
+        ] {
+            assert_eq!(unpack_sqlstate(pg_code(state) as i32), state.code());
+        }
+    }
+}

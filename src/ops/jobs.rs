@@ -344,16 +344,16 @@ fn signal_worker(pid: i32) {
 
 /// A job's status and error as storlab.jobs shows them (a job whose worker
 /// is gone is failed, and is stored so); None when there is no such job.
-pub fn status(job_id: i64) -> Option<(String, Option<String>)> {
+pub fn status(job_id: i64) -> Option<(String, Option<String>, Option<String>)> {
     sweep_dead_jobs();
     let row = as_owner(|| {
-        Spi::get_two_with_args::<String, String>(
-            "SELECT status, error FROM storlab.jobs WHERE id = $1",
+        Spi::get_three_with_args::<String, String, String>(
+            "SELECT status, error, detail->>'error_sqlstate' FROM storlab.jobs WHERE id = $1",
             &[job_id.into()],
         )
     });
     match row {
-        Ok((Some(status), error)) => Some((status, error)),
+        Ok((Some(status), error, sqlstate)) => Some((status, error, sqlstate)),
         _ => None,
     }
 }

@@ -182,12 +182,9 @@ pub fn parse_init_timings(stderr: &str) -> Result<Option<InitTimings>, PgbenchEr
 /// progress chatter (`creating tables...`, `100000 of 1000000 tuples (10%)
 /// done`, `progress: ...`) that would push the cause out of sight.
 pub fn cause_first(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let is_cause = |l: &str| {
+    let raw: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines: Vec<&str> = raw.iter().map(|l| l.trim()).collect();
+    let is_cause_line = |l: &str| {
         let l = l
             .strip_prefix("pgbench: ")
             .or_else(|| l.strip_prefix("psql: "))
@@ -202,11 +199,17 @@ pub fn cause_first(stderr: &str) -> String {
             || l.starts_with("progress: ")
             || (l.contains(" tuples (") && l.contains(" done ("))
     };
-    let causes: Vec<&str> = lines.iter().copied().filter(|l| is_cause(l)).collect();
-    let rest: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|l| !is_cause(l) && !is_progress(l))
+    // an indented line after a cause goes on with it (libpq's "\tIs the
+    // server running ...?" under a failed connection)
+    let mut cause = vec![false; lines.len()];
+    for i in 0..lines.len() {
+        cause[i] = is_cause_line(lines[i])
+            || (i > 0 && cause[i - 1] && raw[i].starts_with([' ', '\t']));
+    }
+    let causes: Vec<&str> = (0..lines.len()).filter(|&i| cause[i]).map(|i| lines[i]).collect();
+    let rest: Vec<&str> = (0..lines.len())
+        .filter(|&i| !cause[i] && !is_progress(lines[i]))
+        .map(|i| lines[i])
         .collect();
     match (causes.is_empty(), rest.is_empty()) {
         (false, true) => causes.join("; "),
@@ -250,6 +253,11 @@ HINT:  Check free disk space.\n";
             "it stopped after: creating tables..."
         );
         assert_eq!(cause_first(""), "");
+        // libpq's indented second line stays with its error
+        assert_eq!(
+            cause_first("pgbench: error: connection to server failed: No such file or directory\n\tIs the server running locally?\n"),
+            "pgbench: error: connection to server failed: No such file or directory; Is the server running locally?"
+        );
     }
     use super::*;
 
