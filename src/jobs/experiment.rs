@@ -309,13 +309,25 @@ fn one_run(
     run::bench(job, run_id, &r, &dir.join(format!("run_{run_id}")), pgoptions)
 }
 
+/// One of pgbench's relations, where its files are.
+struct SizedRel {
+    name: String,
+    /// table or index
+    kind: String,
+    tablespace: String,
+    /// pg_relation_filepath, relative to the data folder
+    path: Option<String>,
+    /// the tablespace's location; empty for the database's default
+    location: Option<String>,
+}
+
 /// The size of each of pgbench's tables and indexes where the layout put
 /// them: logical (the files' length), allocated (the filesystem's blocks)
 /// and stored (what the storage holds after compression, where the kernel
 /// can tell; see env::stored).
 fn record_sizes(job: &Job, fillfactor: i32, layout: &str) -> Result<(), JobEnd> {
     let schema = run::pgbench_schema()?;
-    let rels: Vec<(String, String, String, Option<String>, Option<String>)> = as_caller(|| {
+    let rels: Vec<SizedRel> = as_caller(|| {
         Spi::connect(|c| {
             c.select(
                 "SELECT c.relname::text, CASE c.relkind WHEN 'i' THEN 'index' ELSE 'table' END,
@@ -337,13 +349,13 @@ fn record_sizes(job: &Job, fillfactor: i32, layout: &str) -> Result<(), JobEnd> 
                 &[Name(schema.clone()).into()],
             )?
             .map(|r| {
-                Ok((
-                    r.get::<String>(1)?.unwrap_or_default(),
-                    r.get::<String>(2)?.unwrap_or_default(),
-                    r.get::<String>(3)?.unwrap_or_default(),
-                    r.get::<String>(4)?,
-                    r.get::<String>(5)?,
-                ))
+                Ok(SizedRel {
+                    name: r.get::<String>(1)?.unwrap_or_default(),
+                    kind: r.get::<String>(2)?.unwrap_or_default(),
+                    tablespace: r.get::<String>(3)?.unwrap_or_default(),
+                    path: r.get::<String>(4)?,
+                    location: r.get::<String>(5)?,
+                })
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
         })
@@ -354,7 +366,7 @@ fn record_sizes(job: &Job, fillfactor: i32, layout: &str) -> Result<(), JobEnd> 
         Some(l) if !l.is_empty() => std::path::PathBuf::from(l),
         _ => data.clone(),
     };
-    let mut folders: Vec<std::path::PathBuf> = rels.iter().map(|r| folder(&r.4)).collect();
+    let mut folders: Vec<std::path::PathBuf> = rels.iter().map(|r| folder(&r.location)).collect();
     folders.sort();
     folders.dedup();
     // written pages may still sit in shared buffers and the page cache:
@@ -363,7 +375,14 @@ fn record_sizes(job: &Job, fillfactor: i32, layout: &str) -> Result<(), JobEnd> 
         return Err(JobEnd::Stopped(why));
     }
     bookkeeping(|| {
-        for (name, kind, tablespace, path, location) in &rels {
+        for SizedRel {
+            name,
+            kind,
+            tablespace,
+            path,
+            location,
+        } in &rels
+        {
             let Some(path) = path else { continue };
             let sizes = env::stored::relation_sizes(&data.join(path));
             let stored = env::stored::stored_bytes(&folder(location), &sizes);

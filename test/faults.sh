@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Faults (TAP output, run by scripts/test with prove), on a throwaway lab
+# cluster of its own (STORLAB_FAULTS_LAB_DIR, STORLAB_FAULTS_LAB_PORT), never
+# the lab the other suites use, since it kills and stops its server:
+#   1. DROP EXTENSION storlab while a benchmark runs: the job's worker and
+#      its pgbench are gone within seconds, and so is the job's folder;
+#   2. SIGKILL of a job's worker mid-benchmark: after the automatic restart
+#      the job reads failed with a reason, no pgbench survives, no job folder
+#      or scratch file remains, pgbench's rows are all there and amcheck
+#      passes on every index;
+#   3. SIGKILL of a backend mid-probe: no scratch file and no probe row;
+#   4. pg_ctl stop -m fast mid-benchmark: after the start, the job has ended
+#      and left nothing behind;
+#   5. at the end DROP TABLESPACE succeeds on every lab tablespace: no file
+#      of storlab's keeps one alive.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PG_BIN=/usr/lib/postgresql/15/bin
+export STORLAB_LAB_DIR=${STORLAB_FAULTS_LAB_DIR:-/var/tmp/storlab-faults}
+export STORLAB_LAB_PORT=${STORLAB_FAULTS_LAB_PORT:-54369}
+DATA=$STORLAB_LAB_DIR/data
+sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+as_owner() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+n=0
+tap() { n=$((n + 1)); if [[ $1 == ok ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+is() {
+  if [[ "$1" == "$2" ]]; then tap ok "$3"; else
+    tap fail "$3"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
+  fi
+}
+# polls (up to 60 s) until the query answers t in the database
+until_true() { # database, query
+  local i
+  for ((i = 0; i < 600; i++)); do
+    [[ $(sql -d "$1" -c "$2" 2>/dev/null) == t ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+pgbench_processes() { pgrep -c -x pgbench || true; }
+# job folders and probe scratch files anywhere below the data folder and the tablespaces
+debris() {
+  find -L "$DATA" -maxdepth 6 \( -name 'pgsql_tmp_storlab*' \) 2>/dev/null | wc -l
+}
+job_workers() { sql -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'storlab job'"; }
+restart_settled() { until_true postgres "SELECT true"; }
+start_run() { # database, seconds -> job id, once pgbench runs
+  local id
+  id=$(sql -d "$1" -c "SELECT storlab.bench_start('select-only', 1, 1, '$2 s')")
+  until_true "$1" "SELECT (SELECT status FROM storlab.jobs WHERE id = $id) = 'running'" >/dev/null
+  for ((i = 0; i < 100; i++)); do [[ $(pgbench_processes) -gt 0 ]] && break; sleep 0.1; done
+  echo "$id"
+}
+
+trap 'scripts/lab stop >/dev/null 2>&1' EXIT
+if ! scripts/lab start >/dev/null 2>&1; then
+  echo "Bail out! could not start a throwaway lab cluster in $STORLAB_LAB_DIR"
+  exit 1
+fi
+eval "$(scripts/lab env)"
+export PGHOST PGPORT PGUSER
+DB=$PGDATABASE
+unset PGDATABASE
+sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
+    -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
+
+echo "1..15"
+
+# 1. DROP EXTENSION mid-job
+sql -d postgres -c "CREATE DATABASE faults_drop" >/dev/null
+sql -d faults_drop -c "SET client_min_messages = warning" -c "CREATE EXTENSION storlab" \
+    -c "CALL storlab.wait(storlab.bench_init(scale => 1))" >/dev/null
+start_run faults_drop 30 >/dev/null
+is "$(pgbench_processes)" 1 "a benchmark runs in a second database"
+sql -d faults_drop -c "DROP EXTENSION storlab CASCADE" >/dev/null
+sleep 3
+is "$(pgbench_processes):$(job_workers)" "0:0" "DROP EXTENSION storlab: its worker and pgbench are gone within 3 s"
+is "$(debris)" 0 "and the job's folder with them"
+sql -d postgres -c "DROP DATABASE faults_drop" >/dev/null
+
+# 2. SIGKILL of a job's worker mid-benchmark
+job=$(start_run "$DB" 30)
+pid=$(sql -d "$DB" -c "SELECT worker_pid FROM storlab.jobs WHERE id = $job")
+kill -KILL "$pid"
+sleep 1
+restart_settled
+is "$(sql -d "$DB" -c "SELECT status FROM storlab.jobs WHERE id = $job")" failed \
+  "SIGKILL of the worker: after the restart the job reads failed"
+like_reason=$(sql -d "$DB" -c "SELECT error LIKE '%worker%' FROM storlab.jobs WHERE id = $job")
+is "$like_reason" t "with a reason that names its worker"
+sleep 1
+is "$(pgbench_processes)" 0 "no pgbench survives its worker"
+is "$(debris)" 0 "no job folder remains (the postmaster cleared the temp folders)"
+is "$(sql -d "$DB" -c "SELECT count(*) FROM pgbench_accounts")" 100000 "pgbench's rows are all there"
+# bt_index_check raises an ERROR on a corrupt index, so the count is only
+# printed when all of them pass
+is "$(sql -d "$DB" -c "SELECT count(*) FROM (SELECT bt_index_check(i.indexrelid, true)
+                         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                         JOIN pg_am a ON a.oid = c.relam
+                        WHERE a.amname = 'btree' AND c.relname LIKE 'pgbench%') checked")" 3 \
+  "amcheck passes on every pgbench index (heapallindexed)"
+
+# 3. SIGKILL of a backend mid-probe
+before=$(sql -d "$DB" -c "SELECT count(*) FROM storlab.probes")
+sql -d "$DB" -c "SELECT storlab.probe('lab_disk', 'randwrite', duration => '20 s', file_size => 16777216)" >/dev/null 2>&1 &
+for ((i = 0; i < 100; i++)); do
+  probe_pid=$(sql -d "$DB" -c "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT storlab.probe(%' AND pid <> pg_backend_pid()")
+  [[ -n $probe_pid ]] && break
+  sleep 0.1
+done
+sleep 1
+kill -KILL "$probe_pid"
+wait 2>/dev/null
+restart_settled
+is "$(sql -d "$DB" -c "SELECT count(*) FROM storlab.probes")" "$before" "SIGKILL mid-probe: no probe row"
+is "$(debris)" 0 "and no scratch file"
+
+# 4. pg_ctl stop -m fast mid-benchmark
+job=$(start_run "$DB" 30)
+as_owner env -u RUST_BACKTRACE "$PG_BIN/pg_ctl" -D "$DATA" -m fast -w -t 60 stop >/dev/null
+is "$(pgbench_processes)" 0 "pg_ctl stop -m fast mid-benchmark: pgbench stops with the server"
+as_owner env -u RUST_BACKTRACE "$PG_BIN/pg_ctl" -D "$DATA" -w -t 60 -l "$STORLAB_LAB_DIR/log/server.log" start >/dev/null
+restart_settled
+is "$(sql -d "$DB" -c "SELECT status IN ('failed', 'cancelled') FROM storlab.jobs WHERE id = $job")" t \
+  "after the start the job has ended ($(sql -d "$DB" -c "SELECT status FROM storlab.jobs WHERE id = $job"))"
+is "$(debris)" 0 "and left no folder"
+
+# 5. every lab tablespace can be dropped
+sql -d postgres -c "DROP DATABASE $DB" >/dev/null
+failed=""
+for ts in $(sql -d postgres -c "SELECT spcname FROM pg_tablespace WHERE spcname LIKE 'lab%'"); do
+  sql -d postgres -c "DROP TABLESPACE $ts" >/dev/null 2>&1 || failed+="$ts "
+done
+is "$failed" "" "DROP TABLESPACE succeeds on every lab tablespace afterwards"
