@@ -9,7 +9,7 @@
 # Needs the lab (PGHOST, PGPORT, PGUSER) and, for part 2, a writable
 # extension folder for the old install scripts (root); without it part 2 is skipped.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 PG_BIN=/usr/lib/postgresql/15/bin
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
@@ -19,13 +19,8 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 sql() { local db=$1; shift; "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
-n=0
-tap() { n=$((n + 1)); if [[ $1 == ok ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
-is() {
-  if [[ "$1" == "$2" ]]; then tap ok "$3"; else
-    tap fail "$3"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
-  fi
-}
+# shellcheck source=test/tap.sh
+source test/tap.sh
 fresh_db() {
   sql postgres -c "DROP DATABASE IF EXISTS $1" -c "CREATE DATABASE $1" 2>/dev/null
 }

@@ -7,20 +7,15 @@
 # (STORLAB_CRASH_LAB_DIR, STORLAB_CRASH_LAB_PORT), never the lab the other
 # suites use; it is removed at the end.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 PG_BIN=/usr/lib/postgresql/15/bin
 export STORLAB_LAB_DIR=${STORLAB_CRASH_LAB_DIR:-/var/tmp/storlab-crash}
 export STORLAB_LAB_PORT=${STORLAB_CRASH_LAB_PORT:-54359}
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 as_owner() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-n=0
-tap() { n=$((n + 1)); if [[ $1 == ok ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
-is() {
-  if [[ "$1" == "$2" ]]; then tap ok "$3"; else
-    tap fail "$3"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
-  fi
-}
+# shellcheck source=test/tap.sh
+source test/tap.sh
 # polls (up to 90 s) until the query answers t
 until_true() {
   local i
@@ -55,7 +50,7 @@ is "$(sql -c "SELECT status FROM storlab.experiments WHERE id = $id")" failed \
 
 is "$(sql -c "SELECT storlab.experiment_resume($id)")" "$id" "experiment_resume() takes it up again"
 until_true "SELECT status IN ('done', 'failed', 'cancelled') FROM storlab.experiments WHERE id = $id"
-is "$(sql -c "SELECT status || coalesce(': ' || error, '') FROM storlab.experiments WHERE id = $id")" done "and it finishes"
+is "$(sql -c "SELECT status || coalesce(': ' || error, '') FROM storlab.experiments WHERE id = $id")" "done" "and it finishes"
 is "$(sql -c "SELECT string_agg(experiment_layout || ' ' || repetition, ', ' ORDER BY id) FROM storlab.bench_runs
                WHERE experiment_id = $id AND NOT warmup AND tps IS NOT NULL")" \
   "disk 1, ram 1, ram 2, disk 2" "with each measured run once, in alternating order"

@@ -14,7 +14,7 @@
 #   5. at the end DROP TABLESPACE succeeds on every lab tablespace: no file
 #      of storlab's keeps one alive.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 PG_BIN=/usr/lib/postgresql/15/bin
 export STORLAB_LAB_DIR=${STORLAB_FAULTS_LAB_DIR:-/var/tmp/storlab-faults}
@@ -22,13 +22,8 @@ export STORLAB_LAB_PORT=${STORLAB_FAULTS_LAB_PORT:-54369}
 DATA=$STORLAB_LAB_DIR/data
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 as_owner() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-n=0
-tap() { n=$((n + 1)); if [[ $1 == ok ]]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
-is() {
-  if [[ "$1" == "$2" ]]; then tap ok "$3"; else
-    tap fail "$3"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
-  fi
-}
+# shellcheck source=test/tap.sh
+source test/tap.sh
 # polls (up to 60 s) until the query answers t in the database
 until_true() { # database, query
   local i

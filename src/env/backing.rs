@@ -13,7 +13,9 @@ const PROFILES: [&str; 9] = [
 
 /// The device name of a mount source: `/dev/loop3` -> `loop3`.
 pub fn device_name(source: &str) -> Option<&str> {
-    source.strip_prefix("/dev/").filter(|n| !n.is_empty() && !n.contains('/'))
+    source
+        .strip_prefix("/dev/")
+        .filter(|n| !n.is_empty() && !n.contains('/'))
 }
 
 /// The algorithm a zram device uses: sysfs lists every one it knows and
@@ -69,7 +71,12 @@ pub fn btrfs_devices(fs_dir: &Path) -> Vec<String> {
 
 /// What stands behind every device of the mount: for btrfs over several
 /// devices each one's (`loop image a.img, loop image b.img`), else the one.
-pub fn backing_of_mount(fs_type: &str, device: &str, sys_block: &Path, sys_fs_btrfs: &Path) -> Option<String> {
+pub fn backing_of_mount(
+    fs_type: &str,
+    device: &str,
+    sys_block: &Path,
+    sys_fs_btrfs: &Path,
+) -> Option<String> {
     let devices = match fs_type {
         "btrfs" => btrfs_fs_dir_for(device, sys_fs_btrfs)
             .map(|d| btrfs_devices(&d))
@@ -77,7 +84,10 @@ pub fn backing_of_mount(fs_type: &str, device: &str, sys_block: &Path, sys_fs_bt
             .unwrap_or_else(|| vec![device.to_string()]),
         _ => vec![device.to_string()],
     };
-    let each: Vec<String> = devices.iter().filter_map(|d| backing(d, sys_block)).collect();
+    let each: Vec<String> = devices
+        .iter()
+        .filter_map(|d| backing(d, sys_block))
+        .collect();
     (!each.is_empty()).then(|| each.join(", "))
 }
 
@@ -146,7 +156,12 @@ pub fn fs_compression(fs_type: &str, mount_options: &str) -> Option<String> {
 
 /// What compresses data on this mount: the filesystem (btrfs), or the block
 /// device (zram); None when nothing does that the kernel knows of.
-pub fn compression(fs_type: &str, mount_options: &str, device: &str, sys_block: &Path) -> Option<String> {
+pub fn compression(
+    fs_type: &str,
+    mount_options: &str,
+    device: &str,
+    sys_block: &Path,
+) -> Option<String> {
     if let Some(c) = fs_compression(fs_type, mount_options) {
         return Some(c);
     }
@@ -172,8 +187,14 @@ mod tests {
 
     #[test]
     fn the_bracketed_algorithm_is_the_one_in_use() {
-        assert_eq!(selected_algorithm("lzo lzo-rle [lz4] zstd\n").as_deref(), Some("lz4"));
-        assert_eq!(selected_algorithm("[lzo-rle] lzo lz4").as_deref(), Some("lzo-rle"));
+        assert_eq!(
+            selected_algorithm("lzo lzo-rle [lz4] zstd\n").as_deref(),
+            Some("lz4")
+        );
+        assert_eq!(
+            selected_algorithm("[lzo-rle] lzo lz4").as_deref(),
+            Some("lzo-rle")
+        );
         assert_eq!(selected_algorithm("lzo lz4"), None);
     }
 
@@ -188,7 +209,11 @@ mod tests {
     fn loop_and_zram_devices_say_what_is_behind_them() {
         let sys = scratch("block");
         fs::create_dir_all(sys.join("loop4/loop")).unwrap();
-        fs::write(sys.join("loop4/loop/backing_file"), "/var/tmp/lab/images/ext4.0.img\n").unwrap();
+        fs::write(
+            sys.join("loop4/loop/backing_file"),
+            "/var/tmp/lab/images/ext4.0.img\n",
+        )
+        .unwrap();
         fs::create_dir_all(sys.join("zram1")).unwrap();
         fs::write(sys.join("zram1/comp_algorithm"), "lzo lzo-rle [lz4] zstd\n").unwrap();
         fs::create_dir_all(sys.join("vda")).unwrap();
@@ -201,7 +226,10 @@ mod tests {
         // a loop device without a file (detached meanwhile): unknown, not an error
         fs::create_dir_all(sys.join("loop9")).unwrap();
         assert_eq!(backing("loop9", &sys), None);
-        assert_eq!(compression("ext4", "rw,discard", "zram1", &sys).as_deref(), Some("lz4 (zram)"));
+        assert_eq!(
+            compression("ext4", "rw,discard", "zram1", &sys).as_deref(),
+            Some("lz4 (zram)")
+        );
         assert_eq!(compression("ext4", "rw", "loop4", &sys), None);
         fs::remove_dir_all(&sys).unwrap();
     }
@@ -213,7 +241,11 @@ mod tests {
         for dev in ["loop8", "loop9", "loop10", "loop11"] {
             fs::create_dir_all(fsdir.join("devices").join(dev)).unwrap();
         }
-        for p in ["allocation/data/raid6", "allocation/metadata/raid1", "allocation/system/raid1"] {
+        for p in [
+            "allocation/data/raid6",
+            "allocation/metadata/raid1",
+            "allocation/system/raid1",
+        ] {
             fs::create_dir_all(fsdir.join(p)).unwrap();
         }
         // files beside the profile folders are not profiles
@@ -227,15 +259,27 @@ mod tests {
         assert_eq!(raid_profile("ext4", "loop9", &sys), None);
         // every member's image, in device order
         let block = sys.join("block");
-        for (dev, img) in [("loop8", "a"), ("loop9", "b"), ("loop10", "c"), ("loop11", "d")] {
+        for (dev, img) in [
+            ("loop8", "a"),
+            ("loop9", "b"),
+            ("loop10", "c"),
+            ("loop11", "d"),
+        ] {
             fs::create_dir_all(block.join(dev).join("loop")).unwrap();
-            fs::write(block.join(dev).join("loop/backing_file"), format!("/i/{img}.img")).unwrap();
+            fs::write(
+                block.join(dev).join("loop/backing_file"),
+                format!("/i/{img}.img"),
+            )
+            .unwrap();
         }
         assert_eq!(
             backing_of_mount("btrfs", "loop8", &block, &sys).as_deref(),
             Some("loop image /i/a.img, loop image /i/b.img, loop image /i/c.img, loop image /i/d.img")
         );
-        assert_eq!(backing_of_mount("ext4", "loop8", &block, &sys).as_deref(), Some("loop image /i/a.img"));
+        assert_eq!(
+            backing_of_mount("ext4", "loop8", &block, &sys).as_deref(),
+            Some("loop image /i/a.img")
+        );
         assert_eq!(raid_profile("btrfs", "loop99", &sys), None);
         fs::remove_dir_all(&sys).unwrap();
     }
@@ -260,8 +304,74 @@ mod tests {
             fs_compression("btrfs", "rw,relatime,compress=zstd:3,space_cache=v2").as_deref(),
             Some("zstd:3 (btrfs)")
         );
-        assert_eq!(fs_compression("btrfs", "rw,compress-force=lzo").as_deref(), Some("lzo (btrfs)"));
+        assert_eq!(
+            fs_compression("btrfs", "rw,compress-force=lzo").as_deref(),
+            Some("lzo (btrfs)")
+        );
         assert_eq!(fs_compression("btrfs", "rw,relatime,space_cache=v2"), None);
         assert_eq!(fs_compression("ext4", "rw,compress=zstd"), None);
+        // no level given: the algorithm alone
+        assert_eq!(
+            fs_compression("btrfs", "rw,compress=zstd").as_deref(),
+            Some("zstd (btrfs)")
+        );
+        // compression switched off by option is no compression
+        assert_eq!(fs_compression("btrfs", "rw,compress=no"), None);
+        assert_eq!(fs_compression("btrfs", "rw,compress-force=none"), None);
+    }
+
+    #[test]
+    fn compression_asks_the_filesystem_then_the_device() {
+        let sys = scratch("compression");
+        fs::create_dir_all(sys.join("zram2")).unwrap();
+        fs::write(sys.join("zram2/comp_algorithm"), "lzo-rle lzo lz4 [zstd]\n").unwrap();
+        assert_eq!(
+            compression("btrfs", "rw,compress-force=zstd:3", "loop8", &sys).as_deref(),
+            Some("zstd:3 (btrfs)")
+        );
+        assert_eq!(
+            compression("ext4", "rw", "zram2", &sys).as_deref(),
+            Some("zstd (zram)")
+        );
+        // a zram device gone meanwhile: nothing known, not an error
+        assert_eq!(compression("ext4", "rw", "zram7", &sys), None);
+        assert_eq!(compression("xfs", "rw", "", &sys), None);
+        fs::remove_dir_all(&sys).unwrap();
+    }
+
+    #[test]
+    fn unknown_devices_and_folders_give_nothing() {
+        let sys = scratch("unknown");
+        // /sys/fs/btrfs holds `features` beside the filesystems, with no devices
+        fs::create_dir_all(sys.join("features")).unwrap();
+        assert_eq!(btrfs_fs_dir_for("loop3", &sys), None);
+        assert_eq!(btrfs_fs_dir_for("loop3", &sys.join("absent")), None);
+        assert!(btrfs_devices(&sys.join("absent")).is_empty());
+        assert_eq!(raid_profile("btrfs", "loop3", &sys), None);
+        // btrfs whose sysfs folder cannot be found: the mount's own device
+        fs::create_dir_all(sys.join("loop3/loop")).unwrap();
+        fs::write(sys.join("loop3/loop/backing_file"), "/i/x.img (deleted)\n").unwrap();
+        assert_eq!(
+            backing_of_mount("btrfs", "loop3", &sys, &sys).as_deref(),
+            Some("loop image /i/x.img (deleted)")
+        );
+        // a zram device whose algorithm cannot be read is still a zram device
+        fs::create_dir_all(sys.join("zram3")).unwrap();
+        assert_eq!(backing("zram3", &sys).as_deref(), Some("zram"));
+        assert_eq!(backing_of_mount("ext4", "vda", &sys, &sys), None);
+        fs::remove_dir_all(&sys).unwrap();
+    }
+
+    #[test]
+    fn single_is_passed_over_whatever_the_order() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            profile_text(&s(&["single", "raid6"]), &s(&["raid1", "single"]), 4).as_deref(),
+            Some("data raid6, metadata raid1 (4 devices)")
+        );
+        assert_eq!(
+            profile_text(&s(&["raid0"]), &[], 2).as_deref(),
+            Some("data raid0 (2 devices)")
+        );
     }
 }
