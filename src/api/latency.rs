@@ -52,6 +52,13 @@ fn rows(percentiles: &[f64], merged: Result<Merged, Error>) -> Vec<(f64, Option<
         .collect()
 }
 
+fn id_list(ids: Option<Vec<Option<i64>>>, what: &str) -> Vec<i64> {
+    required(ids, what)
+        .into_iter()
+        .map(|id| id.unwrap_or_else(|| invalid(format!("{what} must not contain NULL")).raise()))
+        .collect()
+}
+
 fn percentile_list(percentiles: Option<Vec<Option<f64>>>) -> Vec<f64> {
     required(percentiles, "percentiles")
         .into_iter()
@@ -64,7 +71,7 @@ fn percentile_list(percentiles: Option<Vec<Option<f64>>>) -> Vec<f64> {
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
 fn probe_latency(
-    probe_ids: Option<Vec<i64>>,
+    probe_ids: Option<Vec<Option<i64>>>,
     percentiles: default!(Option<Vec<Option<f64>>>, "'{50,90,99,99.9}'"),
 ) -> TableIterator<
     'static,
@@ -74,7 +81,7 @@ fn probe_latency(
         name!(samples, i64),
     ),
 > {
-    let ids = required(probe_ids, "probe_ids");
+    let ids = id_list(probe_ids, "probe_ids");
     let percentiles = percentile_list(percentiles);
     let blobs = histograms("probes", "probe", &ids);
     TableIterator::new(rows(
@@ -89,7 +96,7 @@ fn probe_latency(
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
 fn run_latency(
-    run_ids: Option<Vec<i64>>,
+    run_ids: Option<Vec<Option<i64>>>,
     percentiles: default!(Option<Vec<Option<f64>>>, "'{50,90,99,99.9}'"),
 ) -> TableIterator<
     'static,
@@ -99,7 +106,7 @@ fn run_latency(
         name!(samples, i64),
     ),
 > {
-    let ids = required(run_ids, "run_ids");
+    let ids = id_list(run_ids, "run_ids");
     let percentiles = percentile_list(percentiles);
     let blobs = histograms("bench_runs", "run", &ids);
     TableIterator::new(rows(

@@ -311,7 +311,8 @@ pub fn stop_now(job_id: i64) -> bool {
     may_cancel(job_id).or_raise();
     let pid = as_owner(|| {
         Spi::get_one_with_args::<i32>(
-            "SELECT worker_pid FROM storlab.jobs WHERE id = $1 AND status IN ('running', 'cancelling')",
+            // one row always: no such job (or one not running) is no pid
+            "SELECT (SELECT worker_pid FROM storlab.jobs WHERE id = $1 AND status IN ('running', 'cancelling'))",
             &[job_id.into()],
         )
     })

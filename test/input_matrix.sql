@@ -1,0 +1,118 @@
+-- The bad-input matrix: every storlab function, read from the catalog (a
+-- new one is covered without editing this file), called with a matrix of
+-- values per argument: NULL in each position, zero, negative, huge, empty
+-- and 10 kB strings, names with quotes, semicolons, spaces and non-ASCII,
+-- objects that do not exist, objects of the wrong kind. Every call either
+-- works or fails with one of the SQLSTATEs storlab documents; never XX000,
+-- never a crash (the postmaster's start time is unchanged), never a
+-- leftover scratch file, job or relocation row. (The three procedures
+-- commit, so they cannot run in a rolled-back subtransaction; they only
+-- call the functions tested here, and sql/bench.sql waits for a job that
+-- does not exist.)
+--
+-- Each call runs in a subtransaction that is then rolled back, so a call
+-- that works leaves nothing either (a job it started dies with it).
+-- storlab.max_probe_duration is 1 s and storlab.suite_file_size 4 MB
+-- here, so no probe measures or fills for long.
+CREATE EXTENSION IF NOT EXISTS pgtap;
+SET storlab.max_probe_duration = '1s';
+SET storlab.suite_file_size = '4MB';
+SET client_min_messages = warning;
+SELECT plan(6);
+
+CREATE TABLE public.matrix_t (id int PRIMARY KEY);
+CREATE TEMP TABLE before AS
+SELECT pg_postmaster_start_time() AS started,
+       (SELECT count(*) FROM storlab.job_records) AS jobs,
+       (SELECT count(*) FROM storlab.relocations) AS moves,
+       (SELECT count(*) FROM storlab.probes) AS probes;
+
+-- Values per argument type, as SQL literals; the first of each type is the
+-- one an argument gets while another position is varied (when the
+-- argument has no default of its own).
+CREATE TEMP TABLE vals (type regtype, ord int, v text);
+INSERT INTO vals VALUES
+  ('name', 0, $$'lab_ram'$$), ('name', 1, 'NULL'), ('name', 2, $$''$$), ('name', 3, $$'no_such_thing'$$),
+  ('name', 4, $$'pg_global'$$), ('name', 5, $$'a''b; DROP TABLE x; -- é ☃'$$), ('name', 6, $$repeat('n', 10000)$$),
+  ('text', 0, $$'x'$$), ('text', 1, 'NULL'), ('text', 2, $$''$$), ('text', 3, $$'no_such_thing'$$),
+  ('text', 4, $$'a''b; DROP TABLE x; -- é ☃'$$), ('text', 5, $$repeat('t', 10000)$$),
+  ('integer', 0, '1'), ('integer', 1, 'NULL'), ('integer', 2, '0'), ('integer', 3, '-1'), ('integer', 4, '2147483647'),
+  ('bigint', 0, '0'), ('bigint', 1, 'NULL'), ('bigint', 2, '-1'), ('bigint', 3, '9223372036854775807'),
+  ('boolean', 0, 'true'), ('boolean', 1, 'NULL'), ('boolean', 2, 'false'),
+  ('interval', 0, $$'20 ms'$$), ('interval', 1, 'NULL'), ('interval', 2, $$'0 s'$$), ('interval', 3, $$'-1 s'$$),
+  ('interval', 4, $$'1 microsecond'$$), ('interval', 5, $$'1000 years'$$),
+  ('jsonb', 0, $$'{}'$$), ('jsonb', 1, 'NULL'), ('jsonb', 2, $$'[]'$$), ('jsonb', 3, $$'"x"'$$),
+  ('jsonb', 4, $$'{"a": {"tables": "no_such_thing"}}'$$), ('jsonb', 5, $$'{"a": {"settings": {"x": [1]}}, "rate": -1}'$$),
+  ('integer[]', 0, $$'{1}'$$), ('integer[]', 1, 'NULL'), ('integer[]', 2, $$'{}'$$), ('integer[]', 3, $$'{NULL}'$$),
+  ('integer[]', 4, $$'{-1}'$$), ('integer[]', 5, $$'{2147483647}'$$),
+  ('bigint[]', 0, $$'{0}'$$), ('bigint[]', 1, 'NULL'), ('bigint[]', 2, $$'{}'$$), ('bigint[]', 3, $$'{NULL}'$$),
+  ('double precision[]', 0, $$'{50}'$$), ('double precision[]', 1, 'NULL'), ('double precision[]', 2, $$'{}'$$),
+  ('double precision[]', 3, $$'{-1}'$$), ('double precision[]', 4, $$'{NaN}'$$), ('double precision[]', 5, $$'{1e308}'$$),
+  ('regclass', 0, $$'public.matrix_t'$$), ('regclass', 1, 'NULL'), ('regclass', 2, $$'pg_class'$$),
+  ('regclass', 3, $$'pg_toast.pg_toast_1255'$$), ('regclass', 4, $$'pg_stat_activity'$$),
+  ('timestamp with time zone', 0, 'now()'), ('timestamp with time zone', 1, 'NULL'),
+  ('timestamp with time zone', 2, $$'infinity'$$), ('timestamp with time zone', 3, $$'-infinity'$$);
+
+-- Every call: the function with one argument varied at a time, the others
+-- at their default (or the type's first value when they have none).
+CREATE TEMP TABLE calls AS
+WITH f AS (
+  SELECT p.oid, p.proname, p.pronargs, p.pronargdefaults,
+         p.proargnames AS names,
+         -- as text, then an array: proargtypes itself counts from 0, proargnames from 1
+         string_to_array(p.proargtypes::text, ' ')::oid[]::regtype[] AS types
+    FROM pg_proc p
+   WHERE p.pronamespace = 'storlab'::regnamespace AND p.prokind = 'f'
+), arg AS (
+  SELECT f.*, a.i, a.i > f.pronargs - f.pronargdefaults AS has_default
+    FROM f, generate_series(1, f.pronargs) AS a(i)
+)
+SELECT DISTINCT f.proname, format('storlab.%I(%s)', f.proname, coalesce((
+         SELECT string_agg(format('%I => %s', a.names[a.i],
+                  CASE WHEN a.i = v.i THEN v.v
+                       ELSE (SELECT x.v FROM vals x WHERE x.type = a.types[a.i] AND x.ord = 0) END), ', ' ORDER BY a.i)
+           FROM arg a
+          WHERE a.oid = f.oid AND (a.i = v.i OR NOT a.has_default)), '')) AS call
+  FROM f
+  LEFT JOIN LATERAL (SELECT a.i, x.v FROM arg a JOIN vals x ON x.type = a.types[a.i] WHERE a.oid = f.oid) v ON true;
+
+CREATE TEMP TABLE outcomes (call text, state text, message text);
+DO $$
+DECLARE c record; st text; msg text;
+BEGIN
+  FOR c IN SELECT call FROM calls ORDER BY call LOOP
+    BEGIN
+      EXECUTE format('SELECT count(*) FROM %s', c.call);
+      RAISE EXCEPTION 'worked' USING ERRCODE = 'P0001';
+    EXCEPTION WHEN OTHERS THEN
+      GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+      INSERT INTO outcomes VALUES (c.call, st, msg);
+    END;
+  END LOOP;
+END $$;
+
+-- What the README documents: bad input 22023, a NULL 22004, a missing
+-- object 42704 / 42P01 / 3F000, a privilege 42501, storage or workers in
+-- use 55006 / 55000 / 53100 / 53400, and what PostgreSQL raises for a
+-- literal before storlab sees it (22003 out of range, 22008 datetime
+-- overflow, 22P02 bad syntax, 42809 a regclass of the wrong kind).
+-- P0001 marks a call that worked.
+SELECT is((SELECT string_agg(format('%s -> %s %s', call, state, left(message, 80)), E'\n' ORDER BY call)
+             FROM outcomes
+            WHERE state NOT IN ('P0001', '22023', '22004', '42704', '42P01', '3F000', '42501',
+                                '55006', '55000', '53100', '53400', '22003', '22008', '22P02', '42809')),
+          NULL, 'every call works or fails with a documented SQLSTATE');
+SELECT is((SELECT count(*) FROM outcomes WHERE state = 'XX000'), 0::bigint, 'none is an internal error');
+SELECT is(pg_postmaster_start_time(), (SELECT started FROM before), 'and none crashed the server');
+SELECT is((SELECT count(*) FROM storlab.job_records), (SELECT jobs FROM before), 'no job row is left');
+SELECT is(((SELECT count(*) FROM storlab.relocations), (SELECT count(*) FROM storlab.probes)),
+          ((SELECT moves FROM before), (SELECT probes FROM before)), 'no relocation or probe row is left');
+SELECT is((SELECT count(*) FROM storlab.tablespaces() t,
+                  pg_ls_dir(t.location || CASE WHEN t.kind = 'wal' THEN '' ELSE '/pgsql_tmp' END, true, false) f
+            WHERE f LIKE 'pgsql_tmp_storlab%'), 0::bigint, 'no scratch file is left');
+SELECT diag(format('%s calls of %s functions; SQLSTATEs seen: %s',
+                   (SELECT count(*) FROM outcomes), (SELECT count(DISTINCT proname) FROM calls),
+                   (SELECT string_agg(state || ' x' || n, ', ' ORDER BY state)
+                      FROM (SELECT state, count(*) n FROM outcomes GROUP BY state) s)));
+SELECT * FROM finish();
+DROP TABLE public.matrix_t;
