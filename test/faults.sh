@@ -11,7 +11,9 @@
 #   3. SIGKILL of a backend mid-probe: no scratch file and no probe row;
 #   4. pg_ctl stop -m fast mid-benchmark: after the start, the job has ended
 #      and left nothing behind;
-#   5. at the end DROP TABLESPACE succeeds on every lab tablespace: no file
+#   5. statement_timeout stops tablespaces() in the middle of a walk over
+#      300 000 files;
+#   6. at the end DROP TABLESPACE succeeds on every lab tablespace: no file
 #      of storlab's keeps one alive.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -60,7 +62,7 @@ unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
 
-echo "1..15"
+echo "1..17"
 
 # 1. DROP EXTENSION mid-job
 sql -d postgres -c "CREATE DATABASE faults_drop" >/dev/null
@@ -121,7 +123,26 @@ is "$(sql -d "$DB" -c "SELECT status IN ('failed', 'cancelled') FROM storlab.job
   "after the start the job has ended ($(sql -d "$DB" -c "SELECT status FROM storlab.jobs WHERE id = $job"))"
 is "$(debris)" 0 "and left no folder"
 
-# 5. every lab tablespace can be dropped
+# 5. tablespaces() walks every file of a tablespace: over 300 000 files it
+# takes a while, and a statement_timeout stops it mid-walk, not after
+ram=$(sql -d "$DB" -c "SELECT location FROM storlab.tablespaces() WHERE tablespace = 'lab_ram'")
+python3 -c '
+import os, sys
+d = os.path.join(sys.argv[1], "storlab_faults_files")
+os.makedirs(d)
+for i in range(300000):
+    os.close(os.open(os.path.join(d, str(i)), os.O_CREAT | os.O_WRONLY, 0o600))
+' "$ram"
+ms() { date +%s%3N; }
+t0=$(ms); sql -d "$DB" -c "SELECT count(*) FROM storlab.tablespaces()" >/dev/null; full=$(($(ms) - t0))
+t0=$(ms)
+state=$(sql -d "$DB" -c "SET statement_timeout = '50ms'" -c "SELECT count(*) FROM storlab.tablespaces()" 2>&1 | grep -o 'canceling statement due to statement timeout')
+cut=$(($(ms) - t0))
+is "$state" "canceling statement due to statement timeout" "statement_timeout cancels tablespaces() over 300 000 files"
+is "$((cut * 2 < full))" 1 "mid-walk: after ${cut} ms, where the whole walk takes ${full} ms"
+rm -rf "$ram/storlab_faults_files"
+
+# 6. every lab tablespace can be dropped
 sql -d postgres -c "DROP DATABASE $DB" >/dev/null
 failed=""
 for ts in $(sql -d postgres -c "SELECT spcname FROM pg_tablespace WHERE spcname LIKE 'lab%'"); do

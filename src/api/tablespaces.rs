@@ -32,7 +32,13 @@ fn bytes(n: u64) -> i64 {
 }
 
 fn row(t: Target) -> Row {
-    let used = env::space::dir_bytes(&t.folder).ok().map(bytes);
+    // a cancel (statement_timeout) stops a walk over a million files
+    let mut poll = || {
+        pg_sys::check_for_interrupts!();
+    };
+    let used = env::space::dir_bytes_polling(&t.folder, &mut poll)
+        .ok()
+        .map(bytes);
     match env::facts(&t.folder) {
         Ok(f) => (
             t.kind.to_string(),
