@@ -9,6 +9,7 @@
 #      or scratch file remains, pgbench's rows are all there and amcheck
 #      passes on every index;
 #   3. SIGKILL of a backend mid-probe: no scratch file and no probe row;
+#      mid-move: the table and storlab.relocations agree, every row there;
 #   4. pg_ctl stop -m fast mid-benchmark: after the start, the job has ended
 #      and left nothing behind;
 #   5. statement_timeout stops tablespaces() in the middle of a walk over
@@ -62,7 +63,7 @@ unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
 
-echo "1..17"
+echo "1..19"
 
 # 1. DROP EXTENSION mid-job
 sql -d postgres -c "CREATE DATABASE faults_drop" >/dev/null
@@ -112,6 +113,31 @@ wait 2>/dev/null
 restart_settled
 is "$(sql -d "$DB" -c "SELECT count(*) FROM storlab.probes")" "$before" "SIGKILL mid-probe: no probe row"
 is "$(debris)" 0 "and no scratch file"
+
+# 3b. SIGKILL of a backend mid-move: the move is one transaction, so after
+# the restart the table is whole where it was and no move is recorded, or
+# the move committed and is recorded: never one without the other
+sql -d "$DB" -c "CREATE TABLE faults_big AS SELECT g AS id, repeat('x', 200) AS v FROM generate_series(1, 1500000) g" >/dev/null
+sql -d "$DB" -c "SET client_min_messages = warning" -c "SELECT count(*) FROM storlab.move('faults_big', 'lab_ext4')" >/dev/null 2>&1 &
+for ((i = 0; i < 100; i++)); do
+  move_pid=$(sql -d "$DB" -c "SELECT pid FROM pg_stat_activity WHERE query LIKE '%storlab.move(%' AND pid <> pg_backend_pid()")
+  [[ -n $move_pid ]] && break
+  sleep 0.05
+done
+sleep 0.3
+kill -KILL "$move_pid"
+wait 2>/dev/null
+restart_settled
+state=$(sql -d "$DB" -c "SELECT coalesce(t.spcname, 'default') || ', ' ||
+                              (SELECT count(*) FROM storlab.relocations WHERE relation_name = 'faults_big')
+                          FROM pg_class c LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
+                         WHERE c.relname = 'faults_big'")
+case $state in
+  "default, 0" | "lab_ext4, 1") tap ok "SIGKILL mid-move: the table and the history agree ($state)" ;;
+  *) tap fail "SIGKILL mid-move: the table and the history agree"; echo "#   have: $state" ;;
+esac
+is "$(sql -d "$DB" -c "SELECT count(*) FROM faults_big")" 1500000 "and every row is there"
+sql -d "$DB" -c "DROP TABLE faults_big" >/dev/null
 
 # 4. pg_ctl stop -m fast mid-benchmark
 job=$(start_run "$DB" 30)
