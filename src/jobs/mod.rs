@@ -125,29 +125,40 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
             message,
             sqlstate,
             detail,
-        }) => {
-            finish(job_id, "failed", Some(message));
-            // the SQLSTATE and detail, for CALL storlab.wait to raise
-            bookkeeping(|| {
-                Spi::run_with_args(
-                    "UPDATE storlab.job_records
-                        SET detail = coalesce(detail, '{}') OPERATOR(pg_catalog.||)
-                                     pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-                                       'error_sqlstate', $2::text, 'error_detail', $3::text))
-                      WHERE id = $1",
-                    &[job_id.into(), sqlstate.into(), detail.into()],
-                )
-            });
-        }
+        }) => finish_with(job_id, "failed", Some(message), Some(sqlstate), detail),
     }
 }
 
 fn finish(job_id: i64, status: &str, error: Option<String>) {
+    finish_with(job_id, status, error, None, None)
+}
+
+/// Ends the job: its status and error, with the error's SQLSTATE and detail
+/// for CALL storlab.wait to raise, in the same statement, so that no one
+/// sees the job failed before they are there.
+fn finish_with(
+    job_id: i64,
+    status: &str,
+    error: Option<String>,
+    sqlstate: Option<String>,
+    detail: Option<String>,
+) {
     bookkeeping(|| {
         Spi::run_with_args(
-            "UPDATE storlab.job_records SET status = $2, error = coalesce($3, error), finished_at = pg_catalog.clock_timestamp()
+            "UPDATE storlab.job_records
+                SET status = $2, error = coalesce($3, error), finished_at = pg_catalog.clock_timestamp(),
+                    detail = CASE WHEN $4::text IS NULL THEN detail
+                                  ELSE coalesce(detail, '{}') OPERATOR(pg_catalog.||)
+                                       pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+                                         'error_sqlstate', $4::text, 'error_detail', $5::text)) END
               WHERE id = $1",
-            &[job_id.into(), status.into(), error.into()],
+            &[
+                job_id.into(),
+                status.into(),
+                error.into(),
+                sqlstate.into(),
+                detail.into(),
+            ],
         )?;
         // a run that failed or was cancelled ended too (an experiment's
         // runs carry its id as job_id)

@@ -68,8 +68,8 @@ pub fn scratch_dir(target: &Target) -> PathBuf {
     }
 }
 
-pub fn facts_json(target: &Target) -> serde_json::Value {
-    match env::facts(&target.folder) {
+fn facts_json(target: &Target, facts: &std::io::Result<env::StorageFacts>) -> serde_json::Value {
+    match facts {
         Ok(f) => serde_json::json!({
             "kind": target.kind,
             "location": f.location,
@@ -196,14 +196,6 @@ pub fn measure(
     suite: Option<&str>,
 ) -> Result<i64, Error> {
     let dir = scratch_dir(target);
-    if spec.direct {
-        let facts = env::facts(&target.folder).ok();
-        if let Some(why) = facts.and_then(|f| env::direct_io::ignored_by(&f.fs_type, &f.mount_options)) {
-            // measured as it really runs, and stored so: direct = false
-            notice!("storlab: {}: {why}; this probe runs buffered and is stored with direct = false", target.name);
-            spec.direct = false;
-        }
-    }
     let _device = DeviceLock::acquire(target)?;
     let wal_reserve = if target.kind == "wal" {
         wal_reserve_bytes()
@@ -236,7 +228,20 @@ pub fn measure(
     let _ = engine::remove_stale(&dir);
     remember_scratch_dir(&dir);
 
-    let env = facts_json(target);
+    // read once: the facts stored with the probe decide how it runs, too
+    let facts = env::facts(&target.folder);
+    if spec.direct {
+        let ignored = facts
+            .as_ref()
+            .ok()
+            .and_then(|f| env::direct_io::ignored_by(&f.fs_type, &f.mount_options));
+        if let Some(why) = ignored {
+            // measured as it really runs, and stored so: direct = false
+            notice!("storlab: {}: {why}; this probe runs buffered and is stored with direct = false", target.name);
+            spec.direct = false;
+        }
+    }
+    let env = facts_json(target, &facts);
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
