@@ -19,6 +19,7 @@ use pgrx::JsonB;
 use super::run::{self, JobEnd};
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::env;
+use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
 use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::pgbench::scripts::quote_ident;
@@ -114,7 +115,9 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
     let steps = e.steps();
     let mut measured = 0;
     for (i, &step) in steps.iter().enumerate() {
-        if let Some(why) = stop_now(job) {
+        // a cancel() or a signal, checked between steps (pgbench and psql
+        // are watched while they run)
+        if let Some(why) = stop_requested(job.id) {
             return Err(JobEnd::Stopped(why));
         }
         if done.step(e, step) {
@@ -186,12 +189,6 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
     Ok(())
 }
 
-/// A cancel() or a signal, checked between steps (pgbench and psql are
-/// watched while they run).
-fn stop_now(job: &Job) -> Option<String> {
-    stop_requested(job.id)
-}
-
 fn progress(job: &Job, step: usize, action: &str) {
     bookkeeping(|| {
         Spi::run_with_args(
@@ -240,6 +237,10 @@ fn tables_whole(scale: i32, fillfactor: i32) -> bool {
     let Ok(schema) = run::pgbench_schema() else {
         return false;
     };
+    // pgbench -i's last step, checked as every run checks it
+    if as_caller(|| Ok(check_pgbench_tables_complete(&schema))).is_err() {
+        return false;
+    }
     let s = quote_ident(&schema);
     let accounts = format!("{s}.pgbench_accounts").replace('\'', "''");
     as_caller(|| {
@@ -247,8 +248,6 @@ fn tables_whole(scale: i32, fillfactor: i32) -> bool {
             "SELECT pg_catalog.to_regclass('{s}.storlab_bench_append') IS NOT NULL
                 AND (SELECT pg_catalog.count(*) FROM {s}.pgbench_branches) = {scale}
                 AND (SELECT pg_catalog.count(*) FROM {s}.pgbench_accounts) = {scale}::int8 * 100000
-                AND EXISTS (SELECT FROM pg_catalog.pg_index i WHERE i.indrelid = '{accounts}'::regclass
-                                                              AND i.indisprimary AND i.indisvalid)
                 AND coalesce((SELECT o.option_value::int FROM pg_catalog.pg_class c,
                                      pg_catalog.pg_options_to_table(c.reloptions) o
                                WHERE c.oid = '{accounts}'::regclass AND o.option_name = 'fillfactor'), 100) = {fillfactor}"
@@ -416,14 +415,7 @@ fn record_sizes(job: &Job, fillfactor: i32, layout: &str) -> Result<(), JobEnd> 
 /// filesystems, so that compressed sizes are settled (btrfs compresses at
 /// writeback, zram when the block arrives); a stop request found on the way.
 fn checkpoint_and_sync(job: &Job, folders: &[std::path::PathBuf]) -> Option<String> {
-    let may = bookkeeping(|| {
-        Spi::get_one::<bool>(
-            "SELECT pg_catalog.pg_has_role(session_user, 'pg_checkpoint', 'MEMBER')
-                 OR (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = session_user)",
-        )
-    })
-    .unwrap_or(false);
-    if may {
+    if as_caller(|| Ok(may_checkpoint())) {
         as_caller(|| Spi::run("CHECKPOINT"));
     }
     for f in folders {

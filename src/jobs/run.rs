@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 
 use super::{as_caller, bookkeeping, stop_requested, Job};
+use crate::ops::jobs::check_pgbench_tables_complete;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::pgbench::process::{self, Outcome};
 use crate::pgbench::scripts::quote_ident;
@@ -328,7 +329,7 @@ pub(super) fn bench(
 
     let schema = pgbench_schema()?;
     // checked again here: an initialisation may have failed since the call
-    as_caller(|| Ok(crate::ops::jobs::check_pgbench_tables_complete(&schema)))?;
+    as_caller(|| Ok(check_pgbench_tables_complete(&schema)))?;
     let quoted = quote_ident(&schema);
     let accounts = format!("{quoted}.pgbench_accounts").replace('\'', "''");
     let (scale, fillfactor) = as_caller(|| {
@@ -402,7 +403,8 @@ pub(super) fn bench(
     )?;
     let stdout = out.stdout;
     // pgbench's own progress lines (with progress_interval) and warnings
-    if let Ok(report) = pgbench::parse_stderr(&out.stderr) {
+    let report = pgbench::parse_stderr(&out.stderr).ok();
+    if let Some(report) = &report {
         let progress: Vec<serde_json::Value> = report
             .progress
             .iter()
@@ -431,8 +433,8 @@ pub(super) fn bench(
     if summary.transactions == Some(0) {
         return Err(JobEnd::Failed(format!(
             "pgbench completed no transaction in {duration_s} s: there is no figure to store{}",
-            pgbench::parse_stderr(&out.stderr)
-                .ok()
+            report
+                .as_ref()
                 .and_then(|r| r.first_error().map(|e| format!(" ({e})")))
                 .unwrap_or_default()
         )));

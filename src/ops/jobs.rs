@@ -213,13 +213,19 @@ fn launch_or_raise(job_id: i64) {
     }
 }
 
+/// May the current role run CHECKPOINT (a superuser, or a member of
+/// pg_checkpoint)?
+pub fn may_checkpoint() -> bool {
+    identity::is_superuser(identity::current_user())
+        || identity::has_privs_of(pg_sys::Oid::from(pg_sys::ROLE_PG_CHECKPOINT))
+}
+
 /// A run starts from a CHECKPOINT, run as the caller: only a superuser or
 /// a member of pg_checkpoint may. Unless the caller asked for it, a role
 /// that may not checkpoint runs without one, and the stored options say so;
 /// asking for one without the privilege is refused.
 pub fn checkpoint_option(mut options: RunOptions) -> RunOptions {
-    let may = identity::is_superuser(identity::current_user())
-        || identity::has_privs_of(pg_sys::Oid::from(pg_sys::ROLE_PG_CHECKPOINT));
+    let may = may_checkpoint();
     match options.checkpoint_before {
         Some(true) if !may => Error::new(
             SqlState::InsufficientPrivilege,
