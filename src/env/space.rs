@@ -72,7 +72,7 @@ pub fn dir_bytes_polling(dir: &Path, poll: &mut dyn FnMut()) -> io::Result<u64> 
         };
         for entry in entries.flatten() {
             seen += 1;
-            if seen % 1000 == 0 {
+            if seen.is_multiple_of(1000) {
                 poll();
             }
             // symlink_metadata: never follow a link out of the folder

@@ -15,6 +15,7 @@
 use std::path::Path;
 
 use super::allocation;
+use super::backing;
 use super::mountinfo;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -66,14 +67,15 @@ fn stored_on(
     sizes: &RelationSizes,
     mm_stat: &dyn Fn(&str) -> Option<String>,
 ) -> Option<u64> {
-    if let Some(dev) = device.strip_prefix("/dev/").filter(|d| d.starts_with("zram")) {
+    if let Some(dev) = backing::device_name(device).filter(|d| d.starts_with("zram")) {
         let ratio = zram_ratio(&mm_stat(dev)?)?;
         return Some((sizes.allocated as f64 * ratio).round() as u64);
     }
+    // btrfs compresses by mount option, as tablespaces() reports it
+    if backing::fs_compression(fs_type, mount_options).is_some() {
+        return Some(sizes.allocated.saturating_sub(sizes.compressed_savings));
+    }
     match fs_type {
-        "btrfs" if mount_options.split(',').any(|o| o.starts_with("compress")) => {
-            Some(sizes.allocated.saturating_sub(sizes.compressed_savings))
-        }
         "tmpfs" => Some(sizes.allocated),
         _ => None,
     }
@@ -133,6 +135,8 @@ mod tests {
             Some(4 << 20)
         );
         assert_eq!(stored_on("btrfs", "rw,relatime", "/dev/loop3", &sizes(), none), None);
+        // compression turned off by option stores what it allocates: unknown
+        assert_eq!(stored_on("btrfs", "rw,compress=no", "/dev/loop3", &sizes(), none), None);
     }
 
     #[test]
