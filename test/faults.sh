@@ -10,8 +10,11 @@
 #      passes on every index;
 #   3. SIGKILL of a backend mid-probe: no scratch file and no probe row;
 #      mid-move: the table and storlab.relocations agree, every row there;
-#   4. pg_ctl stop -m fast mid-benchmark: after the start, the job has ended
-#      and left nothing behind;
+#      mid-move_indexes_online (the REINDEX CONCURRENTLY's backend): the
+#      job's worker comes back after the restart, no invalid index remains,
+#      each index is moved and recorded or unmoved and unrecorded;
+#   4. pg_ctl stop -m fast and -m immediate mid-benchmark: after the start,
+#      the job has ended, left nothing behind, and pgbench's tables are whole;
 #   5. statement_timeout stops tablespaces() in the middle of a walk over
 #      300 000 files;
 #   6. at the end DROP TABLESPACE succeeds on every lab tablespace: no file
@@ -36,13 +39,25 @@ until_true() { # database, query
   done
   return 1
 }
-pgbench_processes() { pgrep -c -x pgbench || true; }
+# live ones: a pgbench killed with its worker is a zombie until init reaps it
+pgbench_processes() { ps -C pgbench -o stat= | grep -vc '^Z' || true; }
 # job folders and probe scratch files anywhere below the data folder and the tablespaces
 debris() {
   find -L "$DATA" -maxdepth 6 \( -name 'pgsql_tmp_storlab*' \) 2>/dev/null | wc -l
 }
 job_workers() { sql -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'storlab job'"; }
 restart_settled() { until_true postgres "SELECT true"; }
+# pgbench's rows all there and amcheck passing on its indexes: bt_index_check
+# raises an ERROR on a corrupt index, so the count is only printed when all
+# of them pass
+pgbench_whole() { # what happened
+  is "$(sql -d "$DB" -c "SELECT count(*) FROM pgbench_accounts")" 100000 "$1: pgbench's rows are all there"
+  is "$(sql -d "$DB" -c "SELECT count(*) FROM (SELECT bt_index_check(i.indexrelid, true)
+                           FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                           JOIN pg_am a ON a.oid = c.relam
+                          WHERE a.amname = 'btree' AND c.relname LIKE 'pgbench%') checked")" 3 \
+    "$1: amcheck passes on every pgbench index (heapallindexed)"
+}
 start_run() { # database, seconds -> job id, once pgbench runs
   local id
   id=$(sql -d "$1" -c "SELECT storlab.bench_start('select-only', 1, 1, '$2 s')")
@@ -63,7 +78,7 @@ unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
 
-echo "1..19"
+echo "1..29"
 
 # 1. DROP EXTENSION mid-job
 sql -d postgres -c "CREATE DATABASE faults_drop" >/dev/null
@@ -90,14 +105,7 @@ is "$like_reason" t "with a reason that names its worker"
 sleep 1
 is "$(pgbench_processes)" 0 "no pgbench survives its worker"
 is "$(debris)" 0 "no job folder remains (the postmaster cleared the temp folders)"
-is "$(sql -d "$DB" -c "SELECT count(*) FROM pgbench_accounts")" 100000 "pgbench's rows are all there"
-# bt_index_check raises an ERROR on a corrupt index, so the count is only
-# printed when all of them pass
-is "$(sql -d "$DB" -c "SELECT count(*) FROM (SELECT bt_index_check(i.indexrelid, true)
-                         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                         JOIN pg_am a ON a.oid = c.relam
-                        WHERE a.amname = 'btree' AND c.relname LIKE 'pgbench%') checked")" 3 \
-  "amcheck passes on every pgbench index (heapallindexed)"
+pgbench_whole "SIGKILL of the worker"
 
 # 3. SIGKILL of a backend mid-probe
 before=$(sql -d "$DB" -c "SELECT count(*) FROM storlab.probes")
@@ -139,6 +147,46 @@ esac
 is "$(sql -d "$DB" -c "SELECT count(*) FROM faults_big")" 1500000 "and every row is there"
 sql -d "$DB" -c "DROP TABLE faults_big" >/dev/null
 
+# 3c. SIGKILL of the backend rebuilding an index for move_indexes_online:
+# REINDEX CONCURRENTLY commits in phases, and cut short leaves an invalid
+# copy (_ccnew or _ccold). The job's worker, started again by the postmaster
+# after the crash restart, drops it, records the rebuilds that completed,
+# and ends the job failed, saying so
+sql -d "$DB" -c "CREATE TABLE faults_idx AS SELECT g AS id, g % 1000 AS k, md5(g::text) AS v FROM generate_series(1, 1500000) g" \
+    -c "ALTER TABLE faults_idx ADD PRIMARY KEY (id)" -c "CREATE INDEX faults_idx_k ON faults_idx (k)" \
+    -c "CREATE INDEX faults_idx_v ON faults_idx (v)" >/dev/null
+job=$(sql -d "$DB" -c "SELECT storlab.move_indexes_online('faults_idx', 'lab_ext4')")
+reindexing() { sql -d "$DB" -c "SELECT pid FROM pg_stat_activity WHERE query LIKE 'REINDEX%faults_idx%' LIMIT 1"; }
+for ((i = 0; i < 200; i++)); do
+  [[ -n $(reindexing) ]] && break
+  sleep 0.05
+done
+# somewhere in one of the rebuilds, at a phase that differs from run to run
+sleep "0.$((RANDOM % 9 + 1))"
+kill -KILL "$(reindexing)"
+sleep 1
+restart_settled
+until_true "$DB" "SELECT (SELECT error LIKE 'the server restarted%' FROM storlab.job_records WHERE id = $job)" ||
+  echo "# the job's worker did not come back: $(sql -d "$DB" -c "SELECT status, error FROM storlab.job_records WHERE id = $job")"
+is "$(sql -d "$DB" -c "SELECT status FROM storlab.jobs WHERE id = $job")" failed \
+  "SIGKILL mid-REINDEX CONCURRENTLY: the job reads failed"
+echo "# $(sql -d "$DB" -c "SELECT error FROM storlab.jobs WHERE id = $job")"
+is "$(sql -d "$DB" -c "SELECT count(*) FROM pg_index WHERE NOT indisvalid")" 0 \
+  "no invalid index remains (the restarted worker dropped the interrupted rebuild's copy)"
+is "$(sql -d "$DB" -c "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                         LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
+                        WHERE i.indrelid = 'faults_idx'::regclass
+                          AND (t.spcname IS NOT DISTINCT FROM 'lab_ext4') <> EXISTS (
+                                SELECT FROM storlab.relocations r
+                                 WHERE r.relation_name = format('%I.%I', current_schema, c.relname)
+                                   AND r.label = 'move_indexes_online')")" 0 \
+  "each index is moved and recorded, or where it was and unrecorded ($(sql -d "$DB" -c "SELECT count(*) FROM storlab.relocations WHERE relation_name LIKE '%faults_idx%'") of 3 moved)"
+is "$(sql -d "$DB" -c "SELECT count(*) FROM (SELECT bt_index_check(i.indexrelid, true) FROM pg_index i
+                        WHERE i.indrelid = 'faults_idx'::regclass) checked"):$(sql -d "$DB" -c "SELECT count(*) FROM faults_idx")" \
+  "3:1500000" "amcheck passes on the table's 3 indexes, and every row is there"
+is "$(debris)" 0 "no job folder remains"
+sql -d "$DB" -c "DROP TABLE faults_idx" >/dev/null
+
 # 4. pg_ctl stop -m fast mid-benchmark
 job=$(start_run "$DB" 30)
 as_owner env -u RUST_BACKTRACE "$PG_BIN/pg_ctl" -D "$DATA" -m fast -w -t 60 stop >/dev/null
@@ -148,6 +196,20 @@ restart_settled
 is "$(sql -d "$DB" -c "SELECT status IN ('failed', 'cancelled') FROM storlab.jobs WHERE id = $job")" t \
   "after the start the job has ended ($(sql -d "$DB" -c "SELECT status FROM storlab.jobs WHERE id = $job"))"
 is "$(debris)" 0 "and left no folder"
+
+# 4b. pg_ctl stop -m immediate mid-benchmark: no shutdown checkpoint, the
+# start replays the WAL
+job=$(start_run "$DB" 30)
+as_owner env -u RUST_BACKTRACE "$PG_BIN/pg_ctl" -D "$DATA" -m immediate -w -t 60 stop >/dev/null
+sleep 1
+is "$(pgbench_processes)" 0 "pg_ctl stop -m immediate mid-benchmark: pgbench stops with the server"
+as_owner env -u RUST_BACKTRACE "$PG_BIN/pg_ctl" -D "$DATA" -w -t 60 -l "$STORLAB_LAB_DIR/log/server.log" start >/dev/null
+restart_settled
+is "$(sql -d "$DB" -c "SELECT status || ': ' || error FROM storlab.jobs WHERE id = $job")" \
+  "failed: the job's worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)" \
+  "after the start the job reads failed, with a reason"
+is "$(debris)" 0 "and left no folder"
+pgbench_whole "pg_ctl stop -m immediate"
 
 # 5. tablespaces() walks every file of a tablespace: over 300 000 files it
 # takes a while, and a statement_timeout stops it mid-walk, not after

@@ -16,6 +16,7 @@
 //! it the same way; if the worker itself is killed, the kernel kills pgbench.
 
 mod experiment;
+mod move_indexes;
 mod run;
 
 use std::panic::AssertUnwindSafe;
@@ -51,19 +52,38 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
     let Some(row) = wait_for_job(job_id, creator) else {
         return; // the creating transaction rolled back: there is no job
     };
-    if row.status != "queued" {
-        return; // cancelled before it started
-    }
     let args = match JobArgs::from_json(&row.args) {
         Ok(args) => args,
         Err(e) => return finish(job_id, "failed", Some(e)),
     };
+    let interrupted = matches!(row.status.as_str(), "running" | "cancelling");
     let job = Job {
         id: job_id,
         args,
         database: row.database,
         role: row.role,
     };
+    if interrupted {
+        // the postmaster started this worker again after a crash restart
+        // (only jobs that asked to be, ops::jobs::launch): it tidies what
+        // the interrupted job left and ends it
+        let why = PgTryBuilder::new(AssertUnwindSafe(|| run::recover(&job)))
+            .catch_others(|e| {
+                // SAFETY: as below, leaves the failed transaction.
+                unsafe { pg_sys::AbortCurrentTransaction() };
+                match caught(&e) {
+                    run::JobEnd::Error { message, .. } => {
+                        format!("the server restarted while the job ran, and tidying after it failed: {message}")
+                    }
+                    _ => "the server restarted while the job ran".to_string(),
+                }
+            })
+            .execute();
+        return finish(job_id, "failed", Some(why));
+    }
+    if row.status != "queued" {
+        return; // cancelled before it started
+    }
     // Jobs on this database's pgbench tables exclude each other; the caller
     // checked when it started the job, this checks again in a transaction
     // of its own (a caller at REPEATABLE READ may not have seen the other).

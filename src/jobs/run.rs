@@ -11,11 +11,11 @@ use pgrx::JsonB;
 
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::check_pgbench_tables_complete;
-use crate::ops::server::{data_dir, hostname, system_identifier};
+use crate::ops::server::data_dir;
 use crate::pgbench::process::{self, Outcome};
 use crate::pgbench::scripts::quote_ident;
 use crate::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
-use crate::request::bench::{BenchInit, BenchRun, MoveIndexes};
+use crate::request::bench::{BenchInit, BenchRun};
 use crate::request::job::JobSpec;
 use crate::sqltypes::Name;
 
@@ -48,8 +48,21 @@ pub fn run(job: &Job) -> Result<(), JobEnd> {
     match &job.args.spec {
         JobSpec::BenchInit(r) => init(job, r, &dir.0),
         JobSpec::Bench(r) => bench(job, job.id, r, &dir.0, None),
-        JobSpec::MoveIndexes(r) => move_indexes(job, r, &dir.0),
+        JobSpec::MoveIndexes(r) => super::move_indexes::run(job, r, &dir.0),
         JobSpec::Experiment(e) => super::experiment::run(job, e, &dir.0),
+    }
+}
+
+/// What a job's worker, started again by the postmaster after a crash
+/// restart interrupted the job, does before it marks the job failed: the
+/// sentence that says so. Only move_indexes jobs ask to be started again
+/// (ops::jobs::launch): a rebuild cut short leaves an invalid index behind.
+pub fn recover(job: &Job) -> String {
+    let dir = RunDir::new(run_dir(job.id));
+    let said = "the server restarted (a crash of one of its processes) while the job ran";
+    match &job.args.spec {
+        JobSpec::MoveIndexes(r) => format!("{said}; {}", super::move_indexes::recover(job, r, &dir.0)),
+        _ => said.to_string(),
     }
 }
 
@@ -535,7 +548,7 @@ pub(super) fn bench(
 }
 
 /// Adds facts of the run to the job's `detail`.
-fn store_detail(job: &Job, detail: serde_json::Value) {
+pub(super) fn store_detail(job: &Job, detail: serde_json::Value) {
     bookkeeping(|| {
         Spi::run_with_args(
             "UPDATE storlab.job_records SET detail = coalesce(detail, '{}') || $2 WHERE id = $1",
@@ -575,119 +588,8 @@ fn conninfo_quote(v: &str) -> String {
     format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-fn wal_position() -> Option<i64> {
+pub(super) fn wal_position() -> Option<i64> {
     as_caller(|| {
         Spi::get_one::<i64>("SELECT (pg_catalog.pg_current_wal_insert_lsn() - '0/0')::int8")
     })
-}
-
-/// Rebuilds each index of a table in the target tablespace with
-/// REINDEX (TABLESPACE ...) INDEX CONCURRENTLY, so that writes go on during
-/// the move, and records each in storlab.relocations. When a rebuild fails,
-/// its invalid leftover (the `_ccnew` index) is dropped before the job fails.
-fn move_indexes(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> {
-    let relation = r.relation as i64;
-    let to = r.tablespace.clone();
-    let conn = connection(job);
-    let quoted_ts = as_caller(|| {
-        Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[to.clone().into()])
-    })
-    .unwrap_or_default();
-    // the indexes still elsewhere, with their tablespace and size
-    let indexes: Vec<(i64, String, String, i64)> = as_caller(|| {
-        Spi::connect(|c| {
-            c.select(
-                "SELECT c.oid::int8, format('%I.%I', n.nspname, c.relname), coalesce(t.spcname, d.spcname)::text,
-                        pg_relation_size(c.oid)
-                   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                   JOIN pg_namespace n ON n.oid = c.relnamespace
-                   LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
-                  CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
-                               WHERE db.datname = current_database()) d
-                  WHERE i.indrelid = $1::oid AND coalesce(t.spcname, d.spcname) <> $2
-                  ORDER BY c.relname",
-                None,
-                &[relation.into(), Name(to.clone()).into()],
-            )?
-            .map(|r| Ok((r.get(1)?.unwrap_or(0), r.get(2)?.unwrap_or_default(), r.get(3)?.unwrap_or_default(), r.get(4)?.unwrap_or(0))))
-            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
-        })
-    });
-    let batch = bookkeeping(|| {
-        Spi::get_one::<i64>("SELECT pg_catalog.nextval('storlab.relocation_batches')")
-    })
-    .unwrap_or(0);
-    for (oid, name, from, bytes) in indexes {
-        let sql = format!("REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {name}");
-        let wal0 = wal_position();
-        let t0 = std::time::Instant::now();
-        if let Err(e) = psql(job, &conn, &sql, dir) {
-            drop_invalid_leftovers(job, &conn, relation, dir);
-            return Err(e);
-        }
-        let duration = t0.elapsed().as_secs_f64();
-        let wal = wal0.zip(wal_position()).map(|(a, b)| b - a);
-        // REINDEX CONCURRENTLY builds a new index and gives it the old
-        // name: the history must name the index that now exists, or
-        // restore_layout would take it for dropped
-        let new_oid = as_caller(|| {
-            Spi::get_one_with_args::<i64>(
-                "SELECT pg_catalog.to_regclass($1)::oid::int8",
-                &[name.clone().into()],
-            )
-        })
-        .unwrap_or(oid);
-        let oid = new_oid;
-        bookkeeping(|| {
-            Spi::run_with_args(
-                "INSERT INTO storlab.relocations (batch_id, relation, relation_name, kind, from_tablespace, to_tablespace,
-                     bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at, label, note,
-                     system_identifier, hostname)
-                 VALUES ($1, $2::oid, $3, 'index', $4, $5, $6, $7, NULL, $8, $9, $10, pg_catalog.clock_timestamp(),
-                         'move_indexes_online', 'rebuilt concurrently: writes went on, with brief locks at start and end',
-                         $11, $12)",
-                &[
-                    batch.into(),
-                    oid.into(),
-                    name.clone().into(),
-                    Name(from.clone()).into(),
-                    Name(to.clone()).into(),
-                    bytes.into(),
-                    duration.into(),
-                    wal.into(),
-                    sql.clone().into(),
-                    Name(job.role.clone()).into(),
-                    system_identifier().into(),
-                    hostname().into(),
-                ],
-            )
-        });
-    }
-    Ok(())
-}
-
-/// A failed REINDEX CONCURRENTLY leaves an invalid index named `<index>_ccnew`;
-/// it would slow every write to the table until dropped.
-fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Path) {
-    let leftovers: Vec<String> = as_caller(|| {
-        Spi::connect(|c| {
-            c.select(
-                "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
-                   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                  WHERE i.indrelid = $1::oid AND NOT i.indisvalid AND c.relname ~ '_ccnew[0-9]*$'",
-                None,
-                &[relation.into()],
-            )?
-            .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
-            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
-        })
-    });
-    for name in leftovers {
-        let _ = psql(
-            job,
-            conn,
-            &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
-            dir,
-        );
-    }
 }

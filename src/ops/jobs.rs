@@ -15,7 +15,14 @@ use crate::request::job::{JobArgs, JobSpec};
 use crate::sqltypes::Name;
 
 /// Starts the worker of a job row this transaction has just inserted.
-fn launch(job_id: i64) -> Result<(), String> {
+///
+/// A worker asked to be `restarted` is started again by the postmaster
+/// after a crash restart (a process of the server killed), and finds its
+/// job still 'running': it tidies after it and ends it (jobs::run::recover).
+/// Only move_indexes jobs ask: an interrupted REINDEX CONCURRENTLY leaves
+/// an invalid index that slows every write to the table. A worker that
+/// returns (exit code 0) is never started again.
+fn launch(job_id: i64, restarted: bool) -> Result<(), String> {
     // SAFETY: reads the backend's database and user ids.
     let (db, role) = unsafe { (pg_sys::MyDatabaseId, pg_sys::GetUserId()) };
     // the worker asks after this transaction: gone with a rollback, the job
@@ -30,7 +37,7 @@ fn launch(job_id: i64) -> Result<(), String> {
         .set_argument(job_id.into_datum())
         .set_extra(&format!("{} {} {creator}", u32::from(db), u32::from(role)))
         .enable_spi_access()
-        .set_restart_time(None)
+        .set_restart_time(restarted.then_some(std::time::Duration::from_secs(1)))
         .load_dynamic()
         .map(|_| ())
         .map_err(|e| format!("{e:?}"))
@@ -134,7 +141,7 @@ pub fn start(spec: JobSpec) -> i64 {
     .map_err(spi("creating the job"))
     .or_raise()
     .expect("RETURNING id");
-    launch_or_raise(id);
+    launch_or_raise(id, kind == "move_indexes");
     id
 }
 
@@ -199,11 +206,11 @@ pub fn restart(job_id: i64, kind: &str) {
     })
     .map_err(spi("queueing the job again"))
     .or_raise();
-    launch_or_raise(job_id);
+    launch_or_raise(job_id, false);
 }
 
-fn launch_or_raise(job_id: i64) {
-    if let Err(e) = launch(job_id) {
+fn launch_or_raise(job_id: i64, restarted: bool) {
+    if let Err(e) = launch(job_id, restarted) {
         Error::new(
             SqlState::ConfigurationLimitExceeded,
             format!("could not start a background worker for the job: {e}"),

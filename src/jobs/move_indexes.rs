@@ -1,0 +1,235 @@
+//! The `move_indexes` job: each index of a table rebuilt in another
+//! tablespace with REINDEX (TABLESPACE ...) INDEX CONCURRENTLY, so that
+//! writes go on during the move, each recorded in storlab.relocations.
+//!
+//! REINDEX CONCURRENTLY commits in phases. Cut short, it leaves an invalid
+//! copy behind (`<index>_ccnew` before the swap of names, `<index>_ccold`
+//! after it) that every write to the table keeps up to date until someone
+//! drops it. So the job drops the leftovers of its table before it starts
+//! and when a rebuild fails; and it stores its plan (the indexes, their
+//! tablespaces, its batch) in the job's detail before the first rebuild, so
+//! that when a crash restart cuts it short, its worker, started again by
+//! the postmaster, drops the leftovers and records each rebuild that had
+//! completed (`recover`): a move is then complete and recorded, or absent
+//! and unrecorded.
+
+use std::path::Path;
+
+use pgrx::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::run::{connection, psql, store_detail, wal_position, JobEnd};
+use super::{as_caller, bookkeeping, Job};
+use crate::ops::server::{hostname, system_identifier};
+use crate::pgbench::Connection;
+use crate::request::bench::MoveIndexes;
+use crate::sqltypes::Name;
+
+/// What the job is about to do, as stored in its detail (key `plan`).
+#[derive(Debug, Serialize, Deserialize)]
+struct Plan {
+    batch: i64,
+    indexes: Vec<Planned>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Planned {
+    /// schema-qualified and quoted, as REINDEX takes it
+    name: String,
+    from: String,
+    bytes: i64,
+}
+
+const NOTE: &str = "rebuilt concurrently: writes went on, with brief locks at start and end";
+
+pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> {
+    let relation = r.relation as i64;
+    let conn = connection(job);
+    // an earlier rebuild of this table cut short by a shutdown left its copy
+    drop_invalid_leftovers(job, &conn, relation, dir);
+    let plan = Plan {
+        batch: bookkeeping(|| Spi::get_one::<i64>("SELECT pg_catalog.nextval('storlab.relocation_batches')"))
+            .unwrap_or(0),
+        indexes: indexes_elsewhere(relation, &r.tablespace),
+    };
+    store_detail(job, serde_json::json!({ "plan": plan }));
+    let quoted_ts = quote_ident(&r.tablespace);
+    for index in &plan.indexes {
+        let sql = format!("REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {}", index.name);
+        let wal0 = wal_position();
+        let t0 = std::time::Instant::now();
+        if let Err(e) = psql(job, &conn, &sql, dir) {
+            drop_invalid_leftovers(job, &conn, relation, dir);
+            return Err(e);
+        }
+        let duration = t0.elapsed().as_secs_f64();
+        let wal = wal0.zip(wal_position()).map(|(a, b)| b - a);
+        record(job, &plan, index, &r.tablespace, Some(duration), wal, &sql, NOTE);
+    }
+    Ok(())
+}
+
+/// After a crash restart: drops the invalid copies the interrupted rebuild
+/// left, and records the rebuilds that had completed (their index now in
+/// the target tablespace) without a row. Returns what it did, for the job's
+/// error.
+pub(super) fn recover(job: &Job, r: &MoveIndexes, dir: &Path) -> String {
+    let relation = r.relation as i64;
+    let conn = connection(job);
+    let dropped = drop_invalid_leftovers(job, &conn, relation, dir);
+    let plan: Option<Plan> = bookkeeping(|| {
+        Spi::get_one_with_args::<pgrx::JsonB>(
+            "SELECT (SELECT detail -> 'plan' FROM storlab.job_records WHERE id = $1)",
+            &[job.id.into()],
+        )
+    })
+    .and_then(|j| serde_json::from_value(j.0).ok());
+    let mut recorded = 0;
+    for index in plan.iter().flat_map(|p| p.indexes.iter().map(move |i| (p, i))) {
+        let (plan, index) = index;
+        if is_in(&index.name, &r.tablespace) && !is_recorded(plan.batch, &index.name) {
+            let sql = format!(
+                "REINDEX (TABLESPACE {}) INDEX CONCURRENTLY {}",
+                quote_ident(&r.tablespace),
+                index.name
+            );
+            let note = format!(
+                "{NOTE}; it completed before a server restart interrupted the job, whose worker recorded it after the restart (duration and WAL unknown)"
+            );
+            record(job, plan, index, &r.tablespace, None, None, &sql, &note);
+            recorded += 1;
+        }
+    }
+    format!(
+        "invalid index copies dropped: {dropped}; completed rebuilds recorded after the restart: {recorded}"
+    )
+}
+
+fn quote_ident(name: &str) -> String {
+    as_caller(|| Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[name.into()]))
+        .unwrap_or_default()
+}
+
+/// The table's indexes not yet in `to`, with their tablespace and size.
+fn indexes_elsewhere(relation: i64, to: &str) -> Vec<Planned> {
+    as_caller(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT format('%I.%I', n.nspname, c.relname), coalesce(t.spcname, d.spcname)::text,
+                        pg_relation_size(c.oid)
+                   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                   JOIN pg_namespace n ON n.oid = c.relnamespace
+                   LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
+                  CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
+                               WHERE db.datname = current_database()) d
+                  WHERE i.indrelid = $1::oid AND i.indisvalid AND coalesce(t.spcname, d.spcname) <> $2
+                  ORDER BY c.relname",
+                None,
+                &[relation.into(), Name(to.to_string()).into()],
+            )?
+            .map(|r| {
+                Ok(Planned {
+                    name: r.get(1)?.unwrap_or_default(),
+                    from: r.get(2)?.unwrap_or_default(),
+                    bytes: r.get(3)?.unwrap_or(0),
+                })
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    })
+}
+
+/// Is the index of this name in tablespace `to` (the database's default
+/// tablespace when it names none)?
+fn is_in(name: &str, to: &str) -> bool {
+    as_caller(|| {
+        Spi::get_one_with_args::<bool>(
+            "SELECT (SELECT coalesce(t.spcname, d.spcname) = $2
+                       FROM pg_class c LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
+                      CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
+                                   WHERE db.datname = current_database()) d
+                      WHERE c.oid = pg_catalog.to_regclass($1))",
+            &[name.into(), Name(to.to_string()).into()],
+        )
+    })
+    .unwrap_or(false)
+}
+
+fn is_recorded(batch: i64, name: &str) -> bool {
+    bookkeeping(|| {
+        Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM storlab.relocations WHERE batch_id = $1 AND relation_name = $2)",
+            &[batch.into(), name.into()],
+        )
+    })
+    .unwrap_or(false)
+}
+
+/// Stores one rebuild in storlab.relocations.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    job: &Job,
+    plan: &Plan,
+    index: &Planned,
+    to: &str,
+    duration: Option<f64>,
+    wal: Option<i64>,
+    sql: &str,
+    note: &str,
+) {
+    // REINDEX CONCURRENTLY builds a new index and gives it the old name:
+    // the history must name the index that now exists, or restore_layout
+    // would take it for dropped
+    let oid = as_caller(|| {
+        Spi::get_one_with_args::<i64>("SELECT pg_catalog.to_regclass($1)::oid::int8", &[index.name.clone().into()])
+    });
+    bookkeeping(|| {
+        Spi::run_with_args(
+            "INSERT INTO storlab.relocations (batch_id, relation, relation_name, kind, from_tablespace, to_tablespace,
+                 bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at, label, note,
+                 system_identifier, hostname)
+             VALUES ($1, $2::oid, $3, 'index', $4, $5, $6, $7, NULL, $8, $9, $10, pg_catalog.clock_timestamp(),
+                     'move_indexes_online', $11, $12, $13)",
+            &[
+                plan.batch.into(),
+                oid.into(),
+                index.name.clone().into(),
+                Name(index.from.clone()).into(),
+                Name(to.to_string()).into(),
+                index.bytes.into(),
+                duration.into(),
+                wal.into(),
+                sql.into(),
+                Name(job.role.clone()).into(),
+                note.into(),
+                system_identifier().into(),
+                hostname().into(),
+            ],
+        )
+    });
+}
+
+/// Drops the invalid copies an interrupted REINDEX CONCURRENTLY of the
+/// table left (`_ccnew`, `_ccold`, with a number when the name was taken):
+/// each would slow every write to the table until dropped. As the job's
+/// role, which owns the table or could not have rebuilt its indexes.
+/// Returns how many it dropped.
+fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Path) -> usize {
+    let leftovers: Vec<String> = as_caller(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
+                   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE i.indrelid = $1::oid AND NOT i.indisvalid AND c.relname ~ '_cc(new|old)[0-9]*$'",
+                None,
+                &[relation.into()],
+            )?
+            .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    });
+    leftovers
+        .iter()
+        .filter(|name| psql(job, conn, &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"), dir).is_ok())
+        .count()
+}
