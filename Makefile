@@ -43,6 +43,7 @@ bench: install lab
 	bench/probe_vs_fio
 	bench/harness_overhead
 	bench/experiment_order
+	bench/scale
 
 # Release build, the studies' lab, then the five classic studies (studies/,
 # about 15 minutes); `make study NAME=raid_iops` runs one.
