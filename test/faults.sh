@@ -3,7 +3,8 @@
 # cluster of its own (STORLAB_FAULTS_LAB_DIR, STORLAB_FAULTS_LAB_PORT), never
 # the lab the other suites use, since it kills and stops its server:
 #   1. DROP EXTENSION storlab while a benchmark runs: the job's worker and
-#      its pgbench are gone within seconds, and so is the job's folder;
+#      its pgbench are gone within seconds, and so is the job's folder; while
+#      move_indexes_online rebuilds: no worker, no invalid index;
 #   2. SIGKILL of a job's worker mid-benchmark: after the automatic restart
 #      the job reads failed with a reason, no pgbench survives, no job folder
 #      or scratch file remains, pgbench's rows are all there and amcheck
@@ -78,7 +79,7 @@ unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
 
-echo "1..29"
+echo "1..31"
 
 # 1. DROP EXTENSION mid-job
 sql -d postgres -c "CREATE DATABASE faults_drop" >/dev/null
@@ -90,6 +91,19 @@ sql -d faults_drop -c "DROP EXTENSION storlab CASCADE" >/dev/null
 sleep 3
 is "$(pgbench_processes):$(job_workers)" "0:0" "DROP EXTENSION storlab: its worker and pgbench are gone within 3 s"
 is "$(debris)" 0 "and the job's folder with them"
+# and while move_indexes_online rebuilds: the rebuild stops, its invalid
+# copy is dropped, and the worker (one the postmaster would restart after a
+# crash) is not started again for the ERRORs of a dropped extension
+sql -d faults_drop -c "SET client_min_messages = warning" -c "CREATE EXTENSION storlab" \
+    -c "CREATE TABLE faults_drop_idx AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 1000000) g" \
+    -c "CREATE INDEX faults_drop_idx_v ON faults_drop_idx (v)" >/dev/null
+sql -d faults_drop -c "SELECT storlab.move_indexes_online('faults_drop_idx', 'lab_ext4')" >/dev/null
+until_true faults_drop "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE 'REINDEX%faults_drop_idx%')" >/dev/null
+sql -d faults_drop -c "DROP EXTENSION storlab CASCADE" >/dev/null
+sleep 4
+is "$(job_workers):$(sql -d faults_drop -c "SELECT count(*) FROM pg_index WHERE NOT indisvalid")" "0:0" \
+  "DROP EXTENSION mid-move_indexes_online: no worker 4 s later, and no invalid index"
+is "$(debris)" 0 "and no job folder"
 sql -d postgres -c "DROP DATABASE faults_drop" >/dev/null
 
 # 2. SIGKILL of a job's worker mid-benchmark

@@ -48,7 +48,23 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
     let (db, role) = (db as u32, role as u32);
     let creator = ids.next();
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(db.into()), Some(role.into()));
+    // An ERROR that escapes (storlab's tables gone with DROP EXTENSION, a
+    // failed bookkeeping transaction) is logged and the worker returns:
+    // exit code 0, so that a worker the postmaster restarts after a crash
+    // (ops::jobs::launch) is never restarted for an ERROR, again and again.
+    PgTryBuilder::new(AssertUnwindSafe(|| work(job_id, creator)))
+        .catch_others(|e| {
+            // SAFETY: leaves the failed transaction, if any.
+            unsafe { pg_sys::AbortCurrentTransaction() };
+            if let run::JobEnd::Error { message, .. } = caught(&e) {
+                log!("storlab job {job_id}: {message}");
+            }
+        })
+        .execute();
+}
 
+/// The worker's work, once connected: wait for the job, run it, end it.
+fn work(job_id: i64, creator: Option<u64>) {
     let Some(row) = wait_for_job(job_id, creator) else {
         return; // the creating transaction rolled back: there is no job
     };
