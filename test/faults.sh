@@ -171,12 +171,10 @@ sql -d "$DB" -c "CREATE TABLE faults_idx AS SELECT g AS id, g % 1000 AS k, md5(g
     -c "CREATE INDEX faults_idx_v ON faults_idx (v)" >/dev/null
 job=$(sql -d "$DB" -c "SELECT storlab.move_indexes_online('faults_idx', 'lab_ext4')")
 reindexing() { sql -d "$DB" -c "SELECT pid FROM pg_stat_activity WHERE query LIKE 'REINDEX%faults_idx%' LIMIT 1"; }
-for ((i = 0; i < 200; i++)); do
-  [[ -n $(reindexing) ]] && break
-  sleep 0.05
-done
-# somewhere in one of the rebuilds, at a phase that differs from run to run
-sleep "0.$((RANDOM % 9 + 1))"
+# once the first index is moved and recorded, somewhere in a later
+# rebuild, at a phase that differs from run to run
+until_true "$DB" "SELECT EXISTS (SELECT FROM storlab.relocations WHERE relation_name LIKE '%faults_idx%')" >/dev/null
+sleep "0.$((RANDOM % 5))"
 # (between two rebuilds no REINDEX runs for a moment: the next one is killed)
 for ((i = 0; i < 200; i++)); do
   pid=$(reindexing)
