@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 pub mod sqltypes;
 
 pub mod api;
+pub mod chart;
 pub mod env;
 pub mod error;
 pub mod hdr;

@@ -1,0 +1,214 @@
+//! Bar charts: an experiment's cells, and tablespaces side by side.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::style::{above, caption_font, colour, headroom, label_font, small_font};
+use super::{ChartError, Result, HEIGHT, WIDTH};
+
+/// One cell of an experiment's report.
+#[derive(Debug, Clone)]
+pub struct ExperimentBar {
+    pub layout: String,
+    pub fillfactor: i32,
+    pub clients: i32,
+    pub tps_mean: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// against the baseline at the same fillfactor and clients (0 for it)
+    pub improvement_pct: Option<f64>,
+    /// NULL for the baseline itself, and with one repetition
+    pub significant: Option<bool>,
+}
+
+/// What is written on a bar: the improvement, "n.s." when Welch's test
+/// does not find it significant, "baseline" for the baseline.
+pub fn bar_note(b: &ExperimentBar, is_baseline: bool) -> String {
+    if is_baseline {
+        return "baseline".into();
+    }
+    match (b.improvement_pct, b.significant) {
+        (Some(i), Some(false)) => format!("{i:+.1} % n.s."),
+        (Some(i), _) => format!("{i:+.1} %"),
+        (None, _) => String::new(),
+    }
+}
+
+/// TPS per layout, grouped by (fillfactor, clients), each bar with its 95 %
+/// confidence interval and its improvement over the baseline.
+pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
+    let bars: Vec<&ExperimentBar> = bars.iter().filter(|b| b.tps_mean.is_some()).collect();
+    if bars.is_empty() {
+        return Err(ChartError("the experiment has no measured runs to chart yet".into()));
+    }
+    // layouts keep their colour across groups; the first is the baseline
+    let mut layouts: Vec<&str> = Vec::new();
+    for b in &bars {
+        if !layouts.contains(&b.layout.as_str()) {
+            layouts.push(&b.layout);
+        }
+    }
+    let mut groups: Vec<(i32, i32)> = bars.iter().map(|b| (b.fillfactor, b.clients)).collect();
+    groups.sort();
+    groups.dedup();
+    let several_fillfactors = groups.iter().any(|g| g.0 != groups[0].0);
+    let max = bars
+        .iter()
+        .map(|b| b.ci_high.or(b.tps_mean).unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    let n = layouts.len() as f64;
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, caption_font())
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0f64..groups.len() as f64, 0f64..headroom(max))?;
+        let group_label = |x: &f64| {
+            let g = x.floor() as usize;
+            match groups.get(g) {
+                Some((ff, c)) if (x - g as f64 - 0.5).abs() < 1e-6 => {
+                    if several_fillfactors {
+                        format!("fillfactor {ff}, {c} clients")
+                    } else {
+                        format!("{c} clients")
+                    }
+                }
+                _ => String::new(),
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len() * 2 + 1)
+            .x_label_formatter(&group_label)
+            .y_desc("TPS (transactions per second)")
+            .x_desc(if several_fillfactors { "fillfactor and clients" } else { "clients" })
+            .axis_desc_style(label_font())
+            .label_style(small_font())
+            .draw()?;
+        for (li, layout) in layouts.iter().enumerate() {
+            let colour = colour(li);
+            let mine: Vec<&&ExperimentBar> = bars.iter().filter(|b| b.layout == *layout).collect();
+            let x0 = |b: &ExperimentBar| {
+                let g = groups.iter().position(|g| *g == (b.fillfactor, b.clients)).unwrap_or(0) as f64;
+                g + 0.1 + 0.8 * li as f64 / n
+            };
+            let width = 0.8 / n;
+            chart
+                .draw_series(mine.iter().map(|b| {
+                    let x = x0(b);
+                    Rectangle::new([(x + width * 0.08, 0.0), (x + width * 0.92, b.tps_mean.unwrap_or(0.0))], colour.filled())
+                }))?
+                .label(*layout)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], colour.filled()));
+            // the 95 % interval as a whisker: black on a white halo, so that
+            // it shows on a dark bar too
+            for (pen, halo) in [(WHITE.stroke_width(5), true), (BLACK.stroke_width(2), false)] {
+                let cap = if halo { 0.17 } else { 0.15 };
+                chart.draw_series(mine.iter().filter_map(|b| {
+                    let (lo, hi) = (b.ci_low?, b.ci_high?);
+                    let x = x0(b) + width / 2.0;
+                    let w = width * cap;
+                    Some(PathElement::new(vec![(x - w, lo), (x + w, lo), (x, lo), (x, hi), (x - w, hi), (x + w, hi)], pen))
+                }))?;
+            }
+            chart.draw_series(mine.iter().map(|b| {
+                let top = b.ci_high.or(b.tps_mean).unwrap_or(0.0);
+                Text::new(bar_note(b, li == 0), (x0(b) + width / 2.0, top + max * 0.01), above())
+            }))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font(small_font())
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// The newest standard-suite figures of one tablespace (or pg_wal).
+#[derive(Debug, Clone)]
+pub struct TablespaceFigures {
+    pub tablespace: String,
+    pub randread_p99_us: Option<f64>,
+    pub wal_commit_p99_us: Option<f64>,
+    /// sequential read plus write
+    pub seq_mib_s: Option<f64>,
+}
+
+/// Three panels, one bar per tablespace in each: 8 kB random read p99 and
+/// WAL commit p99 (lower is better), sequential throughput (higher is).
+pub fn tablespaces(title: &str, rows: &[TablespaceFigures]) -> Result<String> {
+    if rows.is_empty() {
+        return Err(ChartError("no standard-suite probes are stored yet".into()));
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(title, caption_font())?;
+        let panels = root.split_evenly((1, 3));
+        let figures: [(&str, fn(&TablespaceFigures) -> Option<f64>); 3] = [
+            ("8 kB random read p99 (µs)", |r| r.randread_p99_us),
+            ("WAL commit p99 (µs)", |r| r.wal_commit_p99_us),
+            ("sequential read + write (MiB/s)", |r| r.seq_mib_s),
+        ];
+        for (panel, (desc, figure)) in panels.iter().zip(figures) {
+            panel_bars(panel, rows, desc, figure)?;
+        }
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+fn panel_bars(
+    area: &DrawingArea<SVGBackend, Shift>,
+    rows: &[TablespaceFigures],
+    desc: &str,
+    figure: fn(&TablespaceFigures) -> Option<f64>,
+) -> Result<()> {
+    let max = rows.iter().filter_map(figure).fold(0.0, f64::max);
+    let mut chart = ChartBuilder::on(area)
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .caption(desc, label_font())
+        .build_cartesian_2d(0f64..rows.len() as f64, 0f64..headroom(max))?;
+    let name = |x: &f64| {
+        let i = x.floor() as usize;
+        match rows.get(i) {
+            Some(r) if (x - i as f64 - 0.5).abs() < 1e-6 => r.tablespace.clone(),
+            _ => String::new(),
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(rows.len() * 2 + 1)
+        .x_label_formatter(&name)
+        .x_desc("tablespace")
+        .y_desc(desc)
+        .axis_desc_style(small_font())
+        .label_style(small_font())
+        .draw()?;
+    chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
+        let v = figure(r)?;
+        Some(Rectangle::new([(i as f64 + 0.15, 0.0), (i as f64 + 0.85, v)], colour(i).filled()))
+    }))?;
+    chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
+        let (text, y) = match figure(r) {
+            Some(v) => (format!("{v:.0}"), v + max * 0.01),
+            None => ("not measured".to_string(), max * 0.02),
+        };
+        Text::new(text, (i as f64 + 0.5, y), above())
+    }))?;
+    Ok(())
+}

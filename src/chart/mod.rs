@@ -1,0 +1,177 @@
+//! SVG charts of stored results, drawn with plotters' SVG backend (text is
+//! left to the viewer as `<text>` elements: no fonts needed here). Pure:
+//! each chart takes plain figures and returns a standalone SVG document;
+//! `crate::api::chart` reads the figures from storlab's tables.
+//!
+//! - `experiment`: TPS per layout with 95 % CI whiskers, the improvement
+//!   over the baseline written on each bar (marked "n.s." where Welch's
+//!   test does not find it significant);
+//! - `run`: TPS and latency over time, on two axes;
+//! - `percentiles`: a probe's latency against percentile, the percentile
+//!   axis in "nines" (50, 90, 99, 99.9 ... evenly apart), latency log-scaled;
+//! - `profile`: IOPS against workers, a line per tablespace and workload;
+//! - `tablespaces`: the newest standard-suite figures side by side, one
+//!   panel per figure.
+//!
+//! Colours differ in lightness as well as hue and every line has its own
+//! marker, so that series stay apart printed in grey.
+
+mod bars;
+mod lines;
+mod style;
+
+pub use bars::{experiment, tablespaces, ExperimentBar, TablespaceFigures};
+pub use lines::{percentiles, profile, run, ProgressPoint, Series};
+
+/// Why a chart could not be drawn.
+#[derive(Debug, PartialEq)]
+pub struct ChartError(pub String);
+
+impl std::fmt::Display for ChartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<E: std::error::Error + Send + Sync> From<plotters::drawing::DrawingAreaErrorKind<E>> for ChartError {
+    fn from(e: plotters::drawing::DrawingAreaErrorKind<E>) -> Self {
+        ChartError(format!("drawing the chart: {e}"))
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ChartError>;
+
+/// The size of every chart, in SVG user units (pixels).
+pub const WIDTH: u32 = 960;
+pub const HEIGHT: u32 = 540;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(svg: &str) -> String {
+        // the text of every <text> element, one per line
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| t.split_once('>').and_then(|(_, rest)| rest.split_once("</text>")))
+            .map(|(inner, _)| inner.trim().to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn well_formed(svg: &str) {
+        // STORLAB_CHART_DIR=/tmp/c cargo test ... chart: keep them to look at
+        if let Ok(dir) = std::env::var("STORLAB_CHART_DIR") {
+            let n = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+            let _ = std::fs::write(format!("{dir}/{n}.svg"), svg);
+        }
+        assert!(svg.starts_with("<svg"), "{}", &svg[..60.min(svg.len())]);
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+    }
+
+    fn bar(layout: &str, clients: i32, tps: f64, improvement: Option<f64>, significant: Option<bool>) -> ExperimentBar {
+        ExperimentBar {
+            layout: layout.into(),
+            fillfactor: 100,
+            clients,
+            tps_mean: Some(tps),
+            ci_low: Some(tps * 0.95),
+            ci_high: Some(tps * 1.05),
+            improvement_pct: improvement,
+            significant,
+        }
+    }
+
+    #[test]
+    fn an_experiment_chart_names_each_bar_and_its_improvement() {
+        let bars = vec![
+            bar("baseline", 4, 1000.0, Some(0.0), None),
+            bar("ram", 4, 1200.0, Some(20.0), Some(true)),
+            bar("disk", 4, 1010.0, Some(1.0), Some(false)),
+        ];
+        let svg = experiment("study 1", &bars).unwrap();
+        well_formed(&svg);
+        let t = texts(&svg);
+        for want in ["study 1", "TPS", "+20.0 %", "+1.0 % n.s.", "baseline", "ram", "disk"] {
+            assert!(t.contains(want), "{want} missing from:\n{t}");
+        }
+    }
+
+    #[test]
+    fn charts_without_figures_are_refused_not_drawn_empty() {
+        assert!(experiment("x", &[]).is_err());
+        assert!(run("x", &[]).is_err());
+        assert!(percentiles("x", &[]).is_err());
+        assert!(profile("x", &[]).is_err());
+        assert!(tablespaces("x", &[]).is_err());
+        let no_tps = vec![ExperimentBar { tps_mean: None, ..bar("a", 1, 1.0, None, None) }];
+        assert!(experiment("x", &no_tps).is_err());
+    }
+
+    #[test]
+    fn a_run_chart_has_two_axes() {
+        let p: Vec<ProgressPoint> = (1..=10)
+            .map(|t| ProgressPoint { t_s: t, tps: Some(100.0 + t as f64), lat_ms: Some(2.0) })
+            .collect();
+        let svg = run("run 7", &p).unwrap();
+        well_formed(&svg);
+        let t = texts(&svg);
+        for want in ["run 7", "time (s)", "TPS", "latency (ms)"] {
+            assert!(t.contains(want), "{want} missing from:\n{t}");
+        }
+    }
+
+    #[test]
+    fn the_percentile_axis_is_labelled_in_nines() {
+        let s = Series {
+            label: "randread".into(),
+            points: vec![(50.0, 100.0), (90.0, 150.0), (99.0, 400.0), (99.9, 900.0), (99.99, 2000.0), (99.999, 5000.0)],
+        };
+        let svg = percentiles("probe 3", &[s]).unwrap();
+        well_formed(&svg);
+        let t = texts(&svg);
+        for want in ["probe 3", "percentile", "latency (µs)", "99.9", "99.999"] {
+            assert!(t.contains(want), "{want} missing from:\n{t}");
+        }
+        assert!((lines::nines(99.9) - 3.0).abs() < 1e-9);
+        assert!((lines::nines(90.0) - 1.0).abs() < 1e-9);
+        assert_eq!(lines::percentile_label(3.0), "99.9");
+        assert_eq!(lines::percentile_label(0.0), "0");
+    }
+
+    #[test]
+    fn a_profile_has_a_legend_entry_per_series() {
+        let series = vec![
+            Series { label: "lab_ram randread".into(), points: vec![(1.0, 50_000.0), (4.0, 150_000.0)] },
+            Series { label: "lab_disk randread".into(), points: vec![(1.0, 5_000.0), (4.0, 12_000.0)] },
+        ];
+        let svg = profile("profile", &series).unwrap();
+        well_formed(&svg);
+        let t = texts(&svg);
+        for want in ["profile", "workers", "IOPS", "lab_ram randread", "lab_disk randread"] {
+            assert!(t.contains(want), "{want} missing from:\n{t}");
+        }
+    }
+
+    #[test]
+    fn the_tablespaces_chart_has_a_panel_per_figure() {
+        let rows = vec![
+            TablespaceFigures { tablespace: "lab_ram".into(), randread_p99_us: Some(20.0), wal_commit_p99_us: None, seq_mib_s: Some(4000.0) },
+            TablespaceFigures { tablespace: "pg_wal".into(), randread_p99_us: None, wal_commit_p99_us: Some(900.0), seq_mib_s: None },
+        ];
+        let svg = tablespaces("compared", &rows).unwrap();
+        well_formed(&svg);
+        let t = texts(&svg);
+        for want in ["compared", "8 kB random read p99 (µs)", "WAL commit p99 (µs)", "sequential read + write (MiB/s)", "lab_ram", "pg_wal"] {
+            assert!(t.contains(want), "{want} missing from:\n{t}");
+        }
+    }
+
+    #[test]
+    fn titles_are_escaped() {
+        let svg = profile("a < b & \"c\"", &[Series { label: "x<y".into(), points: vec![(1.0, 1.0)] }]).unwrap();
+        assert!(svg.contains("a &lt; b &amp;"), "{}", texts(&svg));
+        assert!(!svg.contains("x<y"));
+    }
+}
