@@ -4,7 +4,7 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 # As root, cargo pgrx writes into the system PostgreSQL directly; otherwise through sudo.
 SUDO_FLAG := $(if $(filter 0,$(shell id -u)),,--sudo)
 
-.PHONY: all deps install install-debug lab lab-studies lab-stop demo test bench studies study clean
+.PHONY: all deps install install-debug lab lab-studies lab-stop demo test bench studies study charts clean
 
 all: install
 
@@ -52,6 +52,10 @@ studies: install lab-studies
 
 study: install lab-studies
 	scripts/studies $(NAME)
+
+# The README's charts (docs/*.svg), measured on the lab (about 2 minutes).
+charts: install lab
+	scripts/charts docs
 
 clean: lab-stop
 	cargo clean

@@ -11,6 +11,7 @@ use pgrx::prelude::*;
 #[macro_use]
 pub mod sqltypes;
 
+pub mod advice;
 pub mod api;
 pub mod chart;
 pub mod env;

@@ -119,6 +119,10 @@ REVOKE ALL ON PROCEDURE storlab.experiment(text, jsonb, text, integer[], integer
                                            integer, integer[], jsonb, bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.experiment_report(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.experiment_report(bigint) TO pg_monitor;
+
+-- Charts read stored results, as a query by hand would.
+REVOKE ALL ON FUNCTION storlab.chart_svg(text, bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.chart_svg(text, bigint, text) TO pg_monitor;
 GRANT SELECT ON storlab.experiments, storlab.experiment_records, storlab.experiment_sizes TO pg_monitor;
 
 -- Merged percentiles of stored histograms: read-only reports, as the caller.

@@ -2,7 +2,9 @@
 //! a typed request, call an operation (`crate::ops`) and return its rows.
 //! Every function runs behind `SET search_path = pg_catalog, pg_temp`.
 
+pub mod advice;
 pub mod bench;
+pub mod chart;
 pub mod experiment;
 pub mod latency;
 pub mod probe;

@@ -2,6 +2,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{above, caption_font, colour, headroom, label_font, small_font};
 use super::{ChartError, Result, HEIGHT, WIDTH};
@@ -72,10 +73,11 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
             let g = x.floor() as usize;
             match groups.get(g) {
                 Some((ff, c)) if (x - g as f64 - 0.5).abs() < 1e-6 => {
+                    let clients = if *c == 1 { "1 client".to_string() } else { format!("{c} clients") };
                     if several_fillfactors {
-                        format!("fillfactor {ff}, {c} clients")
+                        format!("fillfactor {ff}, {clients}")
                     } else {
-                        format!("{c} clients")
+                        clients
                     }
                 }
                 _ => String::new(),
@@ -175,40 +177,42 @@ fn panel_bars(
     desc: &str,
     figure: fn(&TablespaceFigures) -> Option<f64>,
 ) -> Result<()> {
+    // bars lie across, names down the side: tablespace names are long
     let max = rows.iter().filter_map(figure).fold(0.0, f64::max);
+    let n = rows.len();
     let mut chart = ChartBuilder::on(area)
         .margin(10)
         .x_label_area_size(40)
-        .y_label_area_size(64)
+        .y_label_area_size(90)
         .caption(desc, label_font())
-        .build_cartesian_2d(0f64..rows.len() as f64, 0f64..headroom(max))?;
-    let name = |x: &f64| {
-        let i = x.floor() as usize;
-        match rows.get(i) {
-            Some(r) if (x - i as f64 - 0.5).abs() < 1e-6 => r.tablespace.clone(),
+        .build_cartesian_2d(0f64..headroom(max) * 1.1, 0f64..n as f64)?;
+    // the first row at the top
+    let name = |y: &f64| {
+        let i = y.floor() as usize;
+        match rows.get(n.saturating_sub(i + 1)) {
+            Some(r) if (y - i as f64 - 0.5).abs() < 1e-6 => r.tablespace.clone(),
             _ => String::new(),
         }
     };
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(rows.len() * 2 + 1)
-        .x_label_formatter(&name)
-        .x_desc("tablespace")
-        .y_desc(desc)
+        .disable_y_mesh()
+        .y_labels(n * 2 + 1)
+        .y_label_formatter(&name)
+        .x_labels(4)
+        .x_desc(desc)
         .axis_desc_style(small_font())
         .label_style(small_font())
         .draw()?;
+    let row_y = |i: usize| (n - i - 1) as f64;
     chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
         let v = figure(r)?;
-        Some(Rectangle::new([(i as f64 + 0.15, 0.0), (i as f64 + 0.85, v)], colour(i).filled()))
+        Some(Rectangle::new([(0.0, row_y(i) + 0.15), (v, row_y(i) + 0.85)], colour(i).filled()))
     }))?;
     chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
-        let (text, y) = match figure(r) {
-            Some(v) => (format!("{v:.0}"), v + max * 0.01),
-            None => ("not measured".to_string(), max * 0.02),
-        };
-        Text::new(text, (i as f64 + 0.5, y), above())
+        let text = figure(r).map_or("not measured".to_string(), |v| format!("{v:.0}"));
+        let x = figure(r).unwrap_or(0.0) + max * 0.02;
+        Text::new(text, (x, row_y(i) + 0.5), small_font().pos(Pos::new(HPos::Left, VPos::Center)))
     }))?;
     Ok(())
 }

@@ -42,7 +42,7 @@ pub fn run(title: &str, points: &[ProgressPoint]) -> Result<String> {
             .set_secondary_coord(0f64..t_max, 0f64..headroom(lat_max));
         chart
             .configure_mesh()
-            .x_desc("time (s)")
+            .x_desc("time (s), whole seconds")
             .y_desc("TPS (transactions per second)")
             .axis_desc_style(label_font())
             .label_style(small_font())
@@ -113,18 +113,19 @@ pub fn percentiles(title: &str, series: &[Series]) -> Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(80)
-            .build_cartesian_2d(0f64..x_max, ((lo * 0.8)..(hi * 1.25)).log_scale())?;
+            .build_cartesian_2d(0f64..x_max, log_range(lo, hi))?;
         chart
             .configure_mesh()
             .x_labels(x_max as usize + 1)
             .x_label_formatter(&|n| percentile_label(*n))
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            .y_labels(10)
+            .y_label_formatter(&|y| from_log(*y))
             .x_desc("percentile (%), evenly spaced per nine")
             .y_desc("latency (µs)")
             .axis_desc_style(label_font())
             .label_style(small_font())
             .draw()?;
-        draw_lines(&mut chart, series, |(p, v)| (nines(p), v))?;
+        draw_lines(&mut chart, series, |(p, v)| (nines(p), v.log10()))?;
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
     }
@@ -150,29 +151,46 @@ pub fn profile(title: &str, series: &[Series]) -> Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(80)
-            .build_cartesian_2d(0.5f64..(w_max + 0.5), ((lo * 0.7)..(hi * 1.5)).log_scale())?;
+            .build_cartesian_2d(0.5f64..(w_max + 0.5), log_range(lo, hi))?;
         chart
             .configure_mesh()
             .x_labels(w_max as usize + 1)
             .x_label_formatter(&|w| if w.fract() == 0.0 { format!("{w:.0}") } else { String::new() })
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            .y_labels(10)
+            .y_label_formatter(&|y| from_log(*y))
             .x_desc("workers")
             .y_desc("IOPS (operations per second; commits for wal)")
             .axis_desc_style(label_font())
             .label_style(small_font())
             .draw()?;
-        draw_lines(&mut chart, series, |p| p)?;
+        draw_lines(&mut chart, series, |(w, v)| (w, v.log10()))?;
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
     }
     Ok(svg)
 }
 
-type LogChart<'a, 'b> = ChartContext<
-    'a,
-    SVGBackend<'b>,
-    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::combinators::LogCoord<f64>>,
->;
+/// Values spanning orders of magnitude are drawn as their logarithm on a
+/// linear axis, labelled with the values themselves: plotters' own log axis
+/// labels only powers of ten, none at all within one decade.
+fn log_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
+    (lo * 0.8).log10()..(hi * 1.25).log10()
+}
+
+/// The value at a position on a log axis, to two significant digits.
+pub fn from_log(y: f64) -> String {
+    let v = 10f64.powf(y);
+    let magnitude = 10f64.powf(v.log10().floor() - 1.0);
+    let rounded = (v / magnitude).round() * magnitude;
+    if rounded >= 10.0 {
+        format!("{rounded:.0}")
+    } else {
+        format!("{rounded:.1}")
+    }
+}
+
+type LogChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>;
 
 fn draw_lines<'a, 'b: 'a>(chart: &mut LogChart<'a, 'b>, series: &[Series], at: impl Fn((f64, f64)) -> (f64, f64)) -> Result<()> {
     for (i, s) in series.iter().enumerate() {

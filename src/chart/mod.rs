@@ -138,6 +138,10 @@ mod tests {
         assert!((lines::nines(90.0) - 1.0).abs() < 1e-9);
         assert_eq!(lines::percentile_label(3.0), "99.9");
         assert_eq!(lines::percentile_label(0.0), "0");
+        assert_eq!(lines::from_log(2.0), "100");
+        assert_eq!(lines::from_log(1.8), "63");
+        assert_eq!(lines::from_log(0.0), "1.0");
+        assert_eq!(lines::from_log(-0.5), "0.3");
     }
 
     #[test]

@@ -1,0 +1,155 @@
+//! Turning measurements into settings (`storlab.recommend()`), pure: the
+//! formulas, with the figures they use passed in. `crate::api::advice`
+//! reads the figures and writes the rows.
+//!
+//! Planner costs. PostgreSQL's costs are relative to `seq_page_cost` = 1,
+//! one 8 kB page read as part of a sequential scan. Its default
+//! `random_page_cost` = 4 models a random read 40 times as slow as a
+//! sequential one with 90 % of random reads found in a cache (40 x 0.1).
+//! Here each is measured instead:
+//!   t_seq(ts)  = 8192 / sequential read throughput (bytes/s), the time of
+//!                one page at the standard suite's 128 kB direct reads;
+//!   t_rand(ts) = mean latency of the standard suite's 8 kB direct random
+//!                reads, one worker;
+//!   miss       = 1 - the database's buffer hit ratio (pg_stat_database),
+//!                or PostgreSQL's own 0.1 while it has read too few blocks
+//!                to tell;
+//!   seq_page_cost(ts)    = t_seq(ts) / t_seq(pg_default): pg_default's
+//!                          sequential page is the unit the server-wide
+//!                          seq_page_cost = 1 stands for;
+//!   random_page_cost(ts) = max(seq_page_cost(ts), t_rand(ts) / t_seq(pg_default) x miss):
+//!                          a cached random read costs no more than a
+//!                          sequential one.
+//! effective_io_concurrency: the number of concurrent reads up to which
+//! read IOPS still grew by at least a fifth with each step of workers (or
+//! queue depth) measured; 1 when one reader already gets all there is.
+
+/// Costs proposed for one tablespace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Costs {
+    pub seq_page_cost: f64,
+    pub random_page_cost: f64,
+}
+
+/// PostgreSQL's own assumption of the share of random reads that miss
+/// every cache (its random_page_cost = 4 is 40 x 0.1).
+pub const DEFAULT_MISS: f64 = 0.1;
+/// Below this many block reads and hits, a hit ratio says nothing.
+pub const MIN_BLOCKS_FOR_RATIO: i64 = 10_000;
+
+/// The time of one 8 kB page read sequentially, in microseconds.
+pub fn seq_page_us(seqread_mib_s: f64) -> Option<f64> {
+    (seqread_mib_s > 0.0).then(|| 8192.0 / (seqread_mib_s * 1_048_576.0) * 1e6)
+}
+
+/// The share of reads that miss shared buffers, or the default while the
+/// database has not read enough to tell.
+pub fn miss_ratio(blks_read: i64, blks_hit: i64) -> (f64, bool) {
+    let total = blks_read + blks_hit;
+    if total < MIN_BLOCKS_FOR_RATIO {
+        return (DEFAULT_MISS, false);
+    }
+    (blks_read as f64 / total as f64, true)
+}
+
+/// A cost as ALTER TABLESPACE should get it: two decimals, at least 0.01.
+fn rounded(x: f64) -> f64 {
+    ((x * 100.0).round() / 100.0).max(0.01)
+}
+
+pub fn costs(rand_mean_us: f64, seq_us: f64, unit_seq_us: f64, miss: f64) -> Option<Costs> {
+    if !(rand_mean_us > 0.0 && seq_us > 0.0 && unit_seq_us > 0.0) {
+        return None;
+    }
+    let seq_page_cost = rounded(seq_us / unit_seq_us);
+    let random_page_cost = rounded((rand_mean_us / unit_seq_us * miss).max(seq_us / unit_seq_us)).max(seq_page_cost);
+    Some(Costs {
+        seq_page_cost,
+        random_page_cost,
+    })
+}
+
+/// effective_io_concurrency from read IOPS at several numbers of
+/// concurrent readers (workers or queue depth): the largest count reached
+/// while each step still added a fifth or more. None with one count only.
+pub fn effective_io_concurrency(iops_by_readers: &[(i32, f64)]) -> Option<i32> {
+    let mut points: Vec<(i32, f64)> = iops_by_readers.iter().copied().filter(|p| p.0 > 0 && p.1 > 0.0).collect();
+    points.sort_by_key(|p| p.0);
+    points.dedup_by_key(|p| p.0);
+    if points.len() < 2 || points[0].0 != 1 {
+        return None;
+    }
+    let mut best = 1;
+    for w in points.windows(2) {
+        if w[1].1 >= w[0].1 * 1.2 {
+            best = w[1].0;
+        } else {
+            break;
+        }
+    }
+    Some(best.min(1000))
+}
+
+/// The change from `now` to `then` in percent (negative: lower).
+pub fn change_pct(now: f64, then: f64) -> f64 {
+    (then - now) / now * 100.0
+}
+
+/// Is moving worth saying: the other volume lower by more than 10 %?
+pub fn worth_moving(now_us: f64, best_us: f64) -> bool {
+    best_us < now_us * 0.9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seq_page_time_from_throughput() {
+        // 1000 MiB/s: 8192 / 1 048 576 000 s = 7.8125 us
+        assert!((seq_page_us(1000.0).unwrap() - 7.8125).abs() < 1e-9);
+        assert_eq!(seq_page_us(0.0), None);
+    }
+
+    #[test]
+    fn costs_by_hand() {
+        // pg_default: 800 MiB/s -> 9.765625 us a page. lab_disk: 100 us
+        // random mean, 640 MiB/s -> 12.20703125 us a page; miss 0.1:
+        //   seq_page_cost = 12.207 / 9.766 = 1.25
+        //   random_page_cost = max(1.25, 100 / 9.765625 x 0.1 = 1.024) = 1.25
+        let unit = seq_page_us(800.0).unwrap();
+        let c = costs(100.0, seq_page_us(640.0).unwrap(), unit, 0.1).unwrap();
+        assert_eq!(c, Costs { seq_page_cost: 1.25, random_page_cost: 1.25 });
+        // a spinning disk: 8 ms random, 200 MiB/s; half the reads miss:
+        //   seq = 39.0625 / 9.765625 = 4.0, random = 8000 / 9.765625 x 0.5 = 409.6
+        let c = costs(8000.0, seq_page_us(200.0).unwrap(), unit, 0.5).unwrap();
+        assert_eq!(c, Costs { seq_page_cost: 4.0, random_page_cost: 409.6 });
+        // PostgreSQL's own model: random 40x sequential, 10 % missing -> 4
+        let c = costs(40.0 * unit, unit, unit, DEFAULT_MISS).unwrap();
+        assert_eq!(c, Costs { seq_page_cost: 1.0, random_page_cost: 4.0 });
+        assert_eq!(costs(0.0, 1.0, 1.0, 0.1), None);
+    }
+
+    #[test]
+    fn the_hit_ratio_needs_enough_reads() {
+        assert_eq!(miss_ratio(10, 90), (DEFAULT_MISS, false));
+        assert_eq!(miss_ratio(1_000, 99_000), (0.01, true));
+    }
+
+    #[test]
+    fn io_concurrency_stops_where_scaling_stops() {
+        // a RAID or SSD: 1 -> 2 -> 4 grow, 8 barely
+        assert_eq!(effective_io_concurrency(&[(1, 10_000.0), (2, 19_000.0), (4, 30_000.0), (8, 31_000.0)]), Some(4));
+        // one disk head: nothing to gain
+        assert_eq!(effective_io_concurrency(&[(1, 200.0), (2, 210.0), (4, 215.0)]), Some(1));
+        assert_eq!(effective_io_concurrency(&[(2, 1.0), (4, 2.0)]), None, "needs the one-reader point");
+        assert_eq!(effective_io_concurrency(&[(1, 1.0)]), None);
+    }
+
+    #[test]
+    fn moving_pays_only_beyond_a_tenth() {
+        assert!(worth_moving(200.0, 150.0));
+        assert!(!worth_moving(200.0, 185.0));
+        assert!((change_pct(200.0, 150.0) + 25.0).abs() < 1e-9);
+    }
+}

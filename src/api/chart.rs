@@ -1,0 +1,209 @@
+//! `storlab.chart_svg()`: a standalone SVG chart of stored results. Reads
+//! as the caller (SELECT on storlab's tables, granted to pg_monitor), as a
+//! query by hand would; draws with `crate::chart`.
+
+use pgrx::prelude::*;
+
+use crate::chart::{self, ExperimentBar, ProgressPoint, Series, TablespaceFigures};
+use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
+
+/// The kinds, and whether each takes an id.
+const KINDS: [(&str, bool); 5] = [
+    ("experiment", true),
+    ("run", true),
+    ("probe", true),
+    ("profile", false),
+    ("tablespaces", false),
+];
+
+/// Percentiles a probe's plot is drawn through: dense in the tail.
+const PERCENTILES: [f64; 18] = [
+    50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 97.0, 98.0, 99.0, 99.5, 99.7, 99.9, 99.95, 99.97, 99.99, 99.995,
+    99.997, 99.999,
+];
+
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
+fn chart_svg(
+    kind: Option<String>,
+    id: default!(Option<i64>, "NULL"),
+    title: default!(Option<String>, "NULL"),
+) -> String {
+    let kind = required(kind, "kind");
+    let Some(&(kind, takes_id)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+        let known: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
+        invalid(format!("unknown chart kind \"{kind}\"")).with_hint(format!("Kinds: {}.", known.join(", "))).raise()
+    };
+    let id = match (takes_id, id) {
+        (true, None) => required(None, &format!("id (the {kind}'s id)")),
+        (false, Some(_)) => invalid(format!("a {kind} chart takes no id: it draws the newest standard-suite probes")).raise(),
+        (_, id) => id.unwrap_or(0),
+    };
+    let drawn = match kind {
+        "experiment" => experiment(id, title),
+        "run" => run(id, title),
+        "probe" => probe(id, title),
+        "profile" => chart::profile(title.as_deref().unwrap_or("IOPS by workers (newest standard-suite probes)"), &profile_series()),
+        _ => chart::tablespaces(
+            title.as_deref().unwrap_or("Tablespaces compared (newest standard-suite probes, 1 worker)"),
+            &tablespace_figures(),
+        ),
+    };
+    // stored rows that hold nothing to draw (a run without progress, no
+    // suite yet): an error, not an empty picture
+    drawn.map_err(|e| Error::new(SqlState::ObjectNotInPrerequisiteState, e.0)).or_raise()
+}
+
+fn not_found(what: &str, id: i64) -> ! {
+    Error::new(SqlState::UndefinedObject, format!("there is no {what} with id {id}")).raise()
+}
+
+fn experiment(id: i64, title: Option<String>) -> chart::Result<String> {
+    let name = Spi::get_one_with_args::<String>(
+        "SELECT (SELECT name FROM storlab.experiments WHERE id = $1)",
+        &[id.into()],
+    )
+    .map_err(spi("reading the experiment"))
+    .or_raise()
+    .unwrap_or_else(|| not_found("experiment", id));
+    let bars = Spi::connect(|c| {
+        c.select(
+            "SELECT layout, fillfactor, clients, tps_mean, tps_ci95_low, tps_ci95_high, improvement_pct, significant
+               FROM storlab.experiment_report($1)",
+            None,
+            &[id.into()],
+        )?
+        .map(|r| {
+            Ok(ExperimentBar {
+                layout: r.get(1)?.unwrap_or_default(),
+                fillfactor: r.get(2)?.unwrap_or(0),
+                clients: r.get(3)?.unwrap_or(0),
+                tps_mean: r.get(4)?,
+                ci_low: r.get(5)?,
+                ci_high: r.get(6)?,
+                improvement_pct: r.get(7)?,
+                significant: r.get(8)?,
+            })
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's report"))
+    .or_raise();
+    let title = title.unwrap_or_else(|| format!("Experiment {id}: {name} (TPS, 95 % confidence intervals)"));
+    chart::experiment(&title, &bars)
+}
+
+fn run(id: i64, title: Option<String>) -> chart::Result<String> {
+    let what = Spi::get_one_with_args::<String>(
+        "SELECT (SELECT format('Run %s: %s, %s clients%s', id, script, clients, ' (' || label || ')')
+                   FROM storlab.bench_runs WHERE id = $1)",
+        &[id.into()],
+    )
+    .map_err(spi("reading the run"))
+    .or_raise()
+    .unwrap_or_else(|| not_found("benchmark run", id));
+    let points = Spi::connect(|c| {
+        c.select(
+            // a partial first or last second understates: left out
+            "SELECT t_s, tps, lat_avg_ms FROM storlab.bench_progress WHERE run_id = $1 AND NOT partial ORDER BY t_s",
+            None,
+            &[id.into()],
+        )?
+        .map(|r| {
+            Ok(ProgressPoint {
+                t_s: r.get(1)?.unwrap_or(0),
+                tps: r.get(2)?,
+                lat_ms: r.get(3)?,
+            })
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the run's progress"))
+    .or_raise();
+    chart::run(&title.unwrap_or(what), &points)
+}
+
+fn probe(id: i64, title: Option<String>) -> chart::Result<String> {
+    let what = Spi::get_one_with_args::<String>(
+        "SELECT (SELECT format('Probe %s: %s, %s kB blocks, %s worker%s on %s', id, workload, block_size / 1024, workers,
+                               CASE WHEN workers > 1 THEN 's' ELSE '' END, tablespace)
+                   FROM storlab.probes WHERE id = $1)",
+        &[id.into()],
+    )
+    .map_err(spi("reading the probe"))
+    .or_raise()
+    .unwrap_or_else(|| not_found("probe", id));
+    let points = Spi::connect(|c| {
+        c.select(
+            "SELECT percentile, lat_us FROM storlab.probe_latency(ARRAY[$1], $2) WHERE lat_us IS NOT NULL",
+            None,
+            &[id.into(), PERCENTILES.to_vec().into()],
+        )?
+        .map(|r| Ok((r.get::<f64>(1)?.unwrap_or(0.0), r.get::<f64>(2)?.unwrap_or(0.0))))
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the probe's histogram"))
+    .or_raise();
+    let workload = what.split(": ").nth(1).and_then(|s| s.split(',').next()).unwrap_or("latency").to_string();
+    chart::percentiles(&title.unwrap_or(what), &[Series { label: workload, points }])
+}
+
+/// The newest standard-suite IOPS per (tablespace, workload, workers), as a
+/// series per tablespace and workload measured at more than one worker
+/// count (compare_tablespaces alone measures one).
+fn profile_series() -> Vec<Series> {
+    let rows = Spi::connect(|c| {
+        c.select(
+            "SELECT tablespace::text || ' ' || workload, array_agg(workers::float8 ORDER BY workers), array_agg(iops ORDER BY workers)
+               FROM (SELECT DISTINCT ON (tablespace, workload, workers) tablespace, workload, workers, iops
+                       FROM storlab.probes
+                      WHERE suite = 'standard' AND ops > 0
+                      ORDER BY tablespace, workload, workers, started_at DESC) newest
+              GROUP BY tablespace, workload
+             HAVING count(*) > 1
+              ORDER BY tablespace, workload",
+            None,
+            &[],
+        )?
+        .map(|r| {
+            let workers: Vec<f64> = r.get(2)?.unwrap_or_default();
+            let iops: Vec<f64> = r.get(3)?.unwrap_or_default();
+            Ok(Series {
+                label: r.get(1)?.unwrap_or_default(),
+                points: workers.into_iter().zip(iops).collect(),
+            })
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    });
+    rows.map_err(spi("reading the probes")).or_raise()
+}
+
+/// Per tablespace (and pg_wal), the newest 1-worker standard-suite figures.
+fn tablespace_figures() -> Vec<TablespaceFigures> {
+    let rows = Spi::connect(|c| {
+        c.select(
+            "WITH newest AS (
+               SELECT DISTINCT ON (tablespace, workload) tablespace, workload, lat_p99_us, mib_s
+                 FROM storlab.probes
+                WHERE suite = 'standard' AND workers = 1 AND ops > 0
+                ORDER BY tablespace, workload, started_at DESC)
+             SELECT tablespace::text,
+                    max(lat_p99_us) FILTER (WHERE workload = 'randread'),
+                    max(lat_p99_us) FILTER (WHERE workload = 'wal'),
+                    sum(mib_s) FILTER (WHERE workload IN ('seqread', 'seqwrite'))
+               FROM newest GROUP BY tablespace ORDER BY tablespace",
+            None,
+            &[],
+        )?
+        .map(|r| {
+            Ok(TablespaceFigures {
+                tablespace: r.get(1)?.unwrap_or_default(),
+                randread_p99_us: r.get(2)?,
+                wal_commit_p99_us: r.get(3)?,
+                seq_mib_s: r.get(4)?,
+            })
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    });
+    rows.map_err(spi("reading the probes")).or_raise()
+}
