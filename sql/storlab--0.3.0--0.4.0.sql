@@ -1,4 +1,4 @@
--- storlab 0.3.0 -> 0.4.0: charts. Stored rows are kept as they are; this
+-- storlab 0.3.0 -> 0.4.0: charts and advice. Stored rows are kept as they are; this
 -- script only adds the extension's new objects, so that an updated server
 -- ends with the same objects as a fresh 0.4.0 install (the upgrade test
 -- compares them).
@@ -17,3 +17,20 @@ AS 'MODULE_PATHNAME', 'chart_svg_wrapper';
 
 REVOKE ALL ON FUNCTION storlab.chart_svg(text, bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.chart_svg(text, bigint, text) TO pg_monitor;
+
+-- storlab.recommend(): the settings and placements the stored results support.
+CREATE FUNCTION storlab."recommend"() RETURNS TABLE (
+	"topic" TEXT,  /* String */
+	"target" TEXT,  /* Option < String > */
+	"advice" TEXT,  /* String */
+	"statement" TEXT,  /* Option < String > */
+	"expected_gain" TEXT,  /* Option < String > */
+	"evidence" jsonb  /* JsonB */
+)
+STRICT STABLE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'recommend_wrapper';
+
+REVOKE ALL ON FUNCTION storlab.recommend() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.recommend() TO pg_monitor;

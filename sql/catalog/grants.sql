@@ -120,9 +120,11 @@ REVOKE ALL ON PROCEDURE storlab.experiment(text, jsonb, text, integer[], integer
 REVOKE ALL ON FUNCTION storlab.experiment_report(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.experiment_report(bigint) TO pg_monitor;
 
--- Charts read stored results, as a query by hand would.
+-- Charts and advice read stored results, as a query by hand would.
 REVOKE ALL ON FUNCTION storlab.chart_svg(text, bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.chart_svg(text, bigint, text) TO pg_monitor;
+REVOKE ALL ON FUNCTION storlab.recommend() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.recommend() TO pg_monitor;
 GRANT SELECT ON storlab.experiments, storlab.experiment_records, storlab.experiment_sizes TO pg_monitor;
 
 -- Merged percentiles of stored histograms: read-only reports, as the caller.

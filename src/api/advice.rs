@@ -162,7 +162,7 @@ fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
         match eic {
             Some(n) => {
                 set.push_str(&format!(", effective_io_concurrency = {n}"));
-                said.push_str(&format!("; read IOPS grew by a fifth or more per step up to {n} concurrent readers"));
+                said.push_str(&format!("; {n} concurrent readers reach four fifths of the highest read IOPS measured"));
             }
             None => said.push_str(&format!(
                 "; for effective_io_concurrency, measure reads at several workers first: SELECT * FROM storlab.profile({}, workers => '{{1,2,4,8,16}}')",

@@ -1,0 +1,99 @@
+--
+-- Advice: storlab.recommend() turns what is stored (probes, experiments)
+-- into the settings and placements to apply, each with its statement, the
+-- gain to expect and the evidence (ids and figures).
+--
+CREATE EXTENSION IF NOT EXISTS storlab;
+
+-- Probes with known figures, newer than any other (rows as the standard
+-- suite stores them): pg_default reads sequentially at 800 MiB/s (9.77 us
+-- a page: the unit of every cost); lab_disk reads 8 kB at random in 100 us
+-- on average and sequentially at 640 MiB/s, its read IOPS grow up to 4
+-- workers; its commits are far faster than pg_wal's; lab_ram is RAM.
+CREATE TEMP TABLE known (tablespace name, workload text, workers int, mean_us float8, p50_us float8, p99_us float8,
+                         iops float8, mib_s float8, fs text);
+INSERT INTO known VALUES
+  ('pg_default', 'seqread',  1, NULL,  NULL,  NULL,   6400, 800,   'ext4'),
+  ('pg_default', 'randread', 1, 60,    55,    100,   16000, 125,   'ext4'),
+  ('lab_disk',   'randread', 1, 100,   90,    150,   10000, 78,    'ext4'),
+  ('lab_disk',   'randread', 2, 105,   95,    160,   19000, 148,   'ext4'),
+  ('lab_disk',   'randread', 4, 130,  120,    200,   30000, 234,   'ext4'),
+  ('lab_disk',   'randread', 8, 250,  240,    400,   31000, 242,   'ext4'),
+  ('lab_disk',   'seqread',  1, NULL,  NULL,  NULL,   5120, 640,   'ext4'),
+  ('lab_disk',   'wal',      1, 1,     1,     1,    900000, 7000,  'ext4'),
+  ('pg_wal',     'wal',      1, 160,   150,   300,    6000, 47,    'ext4'),
+  ('lab_ram',    'seqread',  1, NULL,  NULL,  NULL, 100000, 12000, 'tmpfs'),
+  ('lab_ram',    'seqwrite', 1, NULL,  NULL,  NULL,  80000, 10000, 'tmpfs'),
+  ('lab_ram',    'wal',      1, 0.5,   0.5,   0.9, 2000000, 15000, 'tmpfs');
+INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method, file_size,
+                            duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us, lat_p99_us, histogram, env,
+                            label, system_identifier, hostname, started_at, suite)
+SELECT tablespace, '/srv/' || tablespace, workload, CASE WHEN workload LIKE 'seq%' THEN 131072 ELSE 8192 END, workers,
+       workload <> 'wal', CASE WHEN workload = 'wal' THEN 'fdatasync' ELSE 'none' END, 67108864,
+       1, iops, (mib_s * 1048576)::bigint, iops, mib_s, mean_us, p50_us, p99_us, '\x',
+       jsonb_build_object('fs_type', fs, 'device', CASE WHEN fs = 'tmpfs' THEN 'tmpfs' ELSE '/dev/vdb' END,
+                          'mount_point', '/srv/' || tablespace),
+       'recommend regress', 0, 'regress', now() + interval '1 day', 'standard'
+  FROM known;
+
+-- An experiment with known runs: indexes on lab_ram beat the baseline's
+-- lab_disk significantly, and fillfactor 70 beat 100 at the cost of 40 %
+-- more space.
+INSERT INTO storlab.job_records (id, kind, status, args) OVERRIDING SYSTEM VALUE
+VALUES (9003, 'experiment', 'done',
+  '{"kind": "experiment", "name": "advice figures", "layouts": [
+      {"name": "base", "placement": {"tables": "lab_disk", "indexes": "lab_disk", "temp": null, "settings": []}},
+      {"name": "fast", "placement": {"tables": "lab_disk", "indexes": "lab_ram", "temp": null, "settings": []}}],
+    "script": "tpcb-like", "clients": [8], "jobs": 2, "duration_s": 10, "repetitions": 3, "warmup_s": 2,
+    "scale": 1, "fillfactors": [100, 70], "order": "alternating", "lock_timeout_ms": 5000, "run": {}}');
+INSERT INTO storlab.experiment_records (id, name, steps_total, system_identifier, hostname)
+VALUES (9003, 'advice figures', 20, 0, 'regress');
+INSERT INTO storlab.bench_runs (id, job_id, experiment_id, experiment_layout, fillfactor, repetition, warmup,
+                                script, clients, jobs, duration_s, tps, transactions, system_identifier, hostname)
+SELECT 9300 + row_number() OVER (), 9003, 9003, layout, ff, rep, false, 'tpcb-like', 8, 2, 10, tps, tps * 10, 0, 'regress'
+  FROM (VALUES ('base', 100, 1, 100.0), ('base', 100, 2, 110.0), ('base', 100, 3, 105.0),
+               ('fast', 100, 1, 140.0), ('fast', 100, 2, 150.0), ('fast', 100, 3, 145.0),
+               ('base',  70, 1, 120.0), ('base',  70, 2, 125.0), ('base',  70, 3, 130.0),
+               ('fast',  70, 1, 150.0), ('fast',  70, 2, 155.0), ('fast',  70, 3, 160.0)) AS v(layout, ff, rep, tps);
+INSERT INTO storlab.experiment_sizes (experiment_id, fillfactor, layout, relation_name, kind, tablespace,
+                                      logical_bytes, allocated_bytes, stored_bytes)
+VALUES (9003, 100, 'base', 'pgbench_accounts', 'table', 'lab_disk', 1000, 1000, NULL),
+       (9003, 70, 'base', 'pgbench_accounts', 'table', 'lab_disk', 1400, 1400, NULL);
+
+-- Costs, per tablespace. seq_page_cost is the tablespace's sequential page
+-- over pg_default's: lab_disk 12.21 / 9.77 = 1.25. random_page_cost is
+-- its mean random read over pg_default's sequential page, times the share
+-- of reads that miss the cache (this database's, from pg_stat_database),
+-- and never below seq_page_cost: checked here against that formula.
+-- effective_io_concurrency: 4 workers reach four fifths of the highest IOPS.
+SELECT r.target, regexp_replace(r.statement, 'random_page_cost = [0-9.]+', 'random_page_cost = (as below)') AS statement,
+       substring(r.statement FROM 'random_page_cost = ([0-9.]+)')::numeric
+         = greatest(round((k.mean_us / 9.765625 * (r.evidence ->> 'miss_ratio')::float8)::numeric, 2), k.seq_page_cost)
+         AS random_cost_as_the_formula_says,
+       r.evidence -> 'probes' IS NOT NULL AS names_its_probes
+  FROM storlab.recommend() r
+  JOIN (VALUES ('lab_disk', 100, 1.25), ('pg_default', 60, 1.0)) AS k(target, mean_us, seq_page_cost) ON k.target = r.target
+ WHERE r.topic = 'costs' ORDER BY r.target;
+
+-- WAL: pg_wal commits in 300 us p99, lab_disk's volume in 1 us: move it
+-- (offline, so no statement).
+SELECT target, advice LIKE 'pg_wal (on /srv/pg_wal) commits in 300 us p99; the volume of tablespace lab_disk (/srv/lab_disk) in 1 us.%' AS says_where_and_how,
+       statement, expected_gain
+  FROM storlab.recommend() WHERE topic = 'wal';
+
+-- Indexes: backed by the experiment; temp files: by probes (the fastest
+-- sequential I/O, RAM allowed: temp files need not survive a reboot).
+SELECT topic, target, statement, expected_gain, evidence ->> 'experiment' AS experiment
+  FROM storlab.recommend() WHERE topic IN ('indexes', 'temp') ORDER BY topic;
+
+-- Fillfactor: 70 beat 100 significantly (Welch's test on the baseline
+-- layout's runs), at 40 % more space.
+SELECT target, expected_gain, evidence ->> 'experiment' AS experiment
+  FROM storlab.recommend() WHERE topic = 'fillfactor';
+
+DELETE FROM storlab.probes WHERE label = 'recommend regress';
+DELETE FROM storlab.job_records WHERE id = 9003;
+
+-- Where nothing is stored, each topic says what to measure first, and the
+-- call that measures it.
+SELECT topic, advice, statement FROM storlab.recommend() WHERE topic = 'fillfactor';
