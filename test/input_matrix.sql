@@ -66,7 +66,7 @@ INSERT INTO base VALUES
   ('bench_start', 'script', $$'select-only'$$), ('bench_start', 'duration', $$'1 s'$$),
   ('experiment_start', 'name', $$'matrix'$$), ('experiment_start', 'layouts', $$'{"a": {}}'$$),
   ('experiment_start', 'script', $$'select-only'$$), ('experiment_start', 'duration', $$'1 s'$$),
-  ('experiment_start', 'warmup', $$'0 s'$$);
+  ('experiment_start', 'warmup', $$'0 s'$$), ('chart_svg', 'kind', $$'experiment'$$);
 
 -- Every call: the function with one argument varied at a time, the others
 -- at their base value, their default, or the type's first value.

@@ -4,8 +4,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::style::{above, caption_font, colour, headroom, label_font, small_font};
-use super::{ChartError, Result, HEIGHT, WIDTH};
+use super::style::{above, caption_font, colour, headroom, label_font, legend, small_font, svg};
+use super::{ChartError, Result};
 
 /// One cell of an experiment's report.
 #[derive(Debug, Clone)]
@@ -59,11 +59,8 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
         .fold(0.0, f64::max);
     let n = layouts.len() as f64;
 
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, caption_font())
             .margin(16)
             .x_label_area_size(48)
@@ -124,16 +121,9 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
                 Text::new(bar_note(b, li == 0), (x0(b) + width / 2.0, top + max * 0.01), above())
             }))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(small_font())
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()?;
-        root.present()?;
-    }
-    Ok(svg)
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        Ok(())
+    })
 }
 
 /// The newest standard-suite figures of one tablespace (or pg_wal).
@@ -152,10 +142,7 @@ pub fn tablespaces(title: &str, rows: &[TablespaceFigures]) -> Result<String> {
     if rows.is_empty() {
         return Err(ChartError("no standard-suite probes are stored yet".into()));
     }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
+    svg(|root| {
         let root = root.titled(title, caption_font())?;
         let panels = root.split_evenly((1, 3));
         let figures: [(&str, fn(&TablespaceFigures) -> Option<f64>); 3] = [
@@ -166,9 +153,8 @@ pub fn tablespaces(title: &str, rows: &[TablespaceFigures]) -> Result<String> {
         for (panel, (desc, figure)) in panels.iter().zip(figures) {
             panel_bars(panel, rows, desc, figure)?;
         }
-        root.present()?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 fn panel_bars(

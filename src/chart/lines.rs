@@ -2,8 +2,8 @@
 
 use plotters::prelude::*;
 
-use super::style::{caption_font, colour, headroom, label_font, marker, small_font};
-use super::{ChartError, Result, HEIGHT, WIDTH};
+use super::style::{caption_font, colour, headroom, label_font, legend, marker, small_font, svg};
+use super::{ChartError, Result};
 
 /// One second of a run, from storlab.bench_progress.
 #[derive(Debug, Clone)]
@@ -28,11 +28,8 @@ pub fn run(title: &str, points: &[ProgressPoint]) -> Result<String> {
     let t_max = points.iter().map(|p| p.t_s).max().unwrap_or(1).max(1) as f64;
     let tps_max = points.iter().filter_map(|p| p.tps).fold(0.0, f64::max);
     let lat_max = points.iter().filter_map(|p| p.lat_ms).fold(0.0, f64::max);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, caption_font())
             .margin(16)
             .x_label_area_size(48)
@@ -66,16 +63,9 @@ pub fn run(title: &str, points: &[ProgressPoint]) -> Result<String> {
             .label("latency (ms)")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c1.stroke_width(2)));
         chart.draw_secondary_series(lat.iter().map(|&p| marker(2, p)))?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(small_font())
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()?;
-        root.present()?;
-    }
-    Ok(svg)
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        Ok(())
+    })
 }
 
 /// A percentile as "nines": 90 -> 1, 99 -> 2, 99.9 -> 3, so that the tail
@@ -97,18 +87,10 @@ pub fn percentile_label(n: f64) -> String {
 /// Latency against percentile (50 .. 99.999), one line per series; the
 /// latency axis is logarithmic, as tails span orders of magnitude.
 pub fn percentiles(title: &str, series: &[Series]) -> Result<String> {
-    let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.1 > 0.0).collect();
-    if all.is_empty() {
-        return Err(ChartError("the probe has no latency samples to chart".into()));
-    }
-    let lo = all.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let hi = all.iter().map(|p| p.1).fold(0.0, f64::max);
+    let (all, lo, hi) = positive(series, "the probe has no latency samples to chart")?;
     let x_max = all.iter().map(|p| nines(p.0)).fold(0.0, f64::max).ceil().max(1.0);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, caption_font())
             .margin(16)
             .x_label_area_size(48)
@@ -127,26 +109,17 @@ pub fn percentiles(title: &str, series: &[Series]) -> Result<String> {
             .draw()?;
         draw_lines(&mut chart, series, |(p, v)| (nines(p), v.log10()))?;
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        root.present()?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// IOPS against the number of workers, a line per series (tablespace and
 /// workload); IOPS log-scaled, as RAM and disks differ a hundredfold.
 pub fn profile(title: &str, series: &[Series]) -> Result<String> {
-    let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.1 > 0.0).collect();
-    if all.is_empty() {
-        return Err(ChartError("no standard-suite probes are stored yet".into()));
-    }
-    let lo = all.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let hi = all.iter().map(|p| p.1).fold(0.0, f64::max);
+    let (all, lo, hi) = positive(series, "no standard-suite probes are stored yet")?;
     let w_max = all.iter().map(|p| p.0).fold(1.0, f64::max);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
             .caption(title, caption_font())
             .margin(16)
             .x_label_area_size(48)
@@ -165,9 +138,20 @@ pub fn profile(title: &str, series: &[Series]) -> Result<String> {
             .draw()?;
         draw_lines(&mut chart, series, |(w, v)| (w, v.log10()))?;
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        root.present()?;
+        Ok(())
+    })
+}
+
+/// The points of every series that a log axis can show (y above 0), with
+/// their lowest and highest y; none is an error saying `none`.
+fn positive(series: &[Series], none: &str) -> Result<(Vec<(f64, f64)>, f64, f64)> {
+    let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.1 > 0.0).collect();
+    if all.is_empty() {
+        return Err(ChartError(none.into()));
     }
-    Ok(svg)
+    let lo = all.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let hi = all.iter().map(|p| p.1).fold(0.0, f64::max);
+    Ok((all, lo, hi))
 }
 
 /// Values spanning orders of magnitude are drawn as their logarithm on a
@@ -206,16 +190,5 @@ fn draw_lines<'a, 'b: 'a>(chart: &mut LogChart<'a, 'b>, series: &[Series], at: i
             });
         chart.draw_series(points.iter().map(|&p| marker(i, p)))?;
     }
-    Ok(())
-}
-
-fn legend<'a, 'b: 'a>(chart: &mut LogChart<'a, 'b>, position: SeriesLabelPosition) -> Result<()> {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .label_font(small_font())
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .draw()?;
     Ok(())
 }

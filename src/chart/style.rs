@@ -1,5 +1,6 @@
 //! What every chart shares: colours, fonts, the frame.
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -57,4 +58,31 @@ pub fn headroom(max: f64) -> f64 {
     } else {
         1.0
     }
+}
+
+/// A standalone SVG document of the chart size, white, drawn by `draw`.
+pub fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> super::Result<()>) -> super::Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (super::WIDTH, super::HEIGHT)).into_drawing_area();
+        root.fill(&WHITE)?;
+        draw(&root)?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// The legend, framed, on a nearly opaque white ground.
+pub fn legend<'a, 'b: 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    position: SeriesLabelPosition,
+) -> super::Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font(small_font())
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .draw()?;
+    Ok(())
 }
