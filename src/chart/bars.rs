@@ -65,7 +65,8 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(72)
-            .build_cartesian_2d(0f64..groups.len() as f64, 0f64..headroom(max))?;
+            // room above the bars for their notes and, on the right, the legend
+            .build_cartesian_2d(0f64..groups.len() as f64, 0f64..headroom(max) * 1.2)?;
         let group_label = |x: &f64| {
             let g = x.floor() as usize;
             match groups.get(g) {

@@ -95,7 +95,7 @@ pub fn percentiles(title: &str, series: &[Series]) -> Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(80)
-            .build_cartesian_2d(0f64..x_max, log_range(lo, hi))?;
+            .build_cartesian_2d(0f64..x_max, log_range(lo, hi, series.len()))?;
         chart
             .configure_mesh()
             .x_labels(x_max as usize + 1)
@@ -124,7 +124,7 @@ pub fn profile(title: &str, series: &[Series]) -> Result<String> {
             .margin(16)
             .x_label_area_size(48)
             .y_label_area_size(80)
-            .build_cartesian_2d(0.5f64..(w_max + 0.5), log_range(lo, hi))?;
+            .build_cartesian_2d(0.5f64..(w_max + 0.5), log_range(lo, hi, series.len()))?;
         chart
             .configure_mesh()
             .x_labels(w_max as usize + 1)
@@ -157,8 +157,12 @@ fn positive(series: &[Series], none: &str) -> Result<(Vec<(f64, f64)>, f64, f64)
 /// Values spanning orders of magnitude are drawn as their logarithm on a
 /// linear axis, labelled with the values themselves: plotters' own log axis
 /// labels only powers of ten, none at all within one decade.
-fn log_range(lo: f64, hi: f64) -> std::ops::Range<f64> {
-    (lo * 0.8).log10()..(hi * 1.25).log10()
+fn log_range(lo: f64, hi: f64, legend_entries: usize) -> std::ops::Range<f64> {
+    let (bottom, top) = ((lo * 0.8).log10(), (hi * 1.25).log10());
+    // the top of the plot is left to the legend (16 px an entry of some
+    // 430): no line runs under it
+    let share = ((16 * legend_entries + 24) as f64 / 430.0).min(0.6);
+    bottom..top + (top - bottom).max(0.5) * share / (1.0 - share)
 }
 
 /// The value at a position on a log axis, to two significant digits.
