@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::style::{above, caption_font, colour, headroom, label_font, legend, small_font, svg};
+use super::style::{above, caption_font, colour, frame, headroom, label_font, legend, small_font, svg};
 use super::{ChartError, Result};
 
 /// One cell of an experiment's report.
@@ -60,11 +60,7 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
     let n = layouts.len() as f64;
 
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, caption_font())
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(72)
+        let mut chart = frame(root, title, 72)
             // room above the bars for their notes and, on the right, the legend
             .build_cartesian_2d(0f64..groups.len() as f64, 0f64..headroom(max) * 1.2)?;
         let group_label = |x: &f64| {

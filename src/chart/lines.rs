@@ -2,7 +2,7 @@
 
 use plotters::prelude::*;
 
-use super::style::{caption_font, colour, headroom, label_font, legend, marker, small_font, svg};
+use super::style::{colour, frame, headroom, label_font, legend, marker, small_font, svg};
 use super::{ChartError, Result};
 
 /// One second of a run, from storlab.bench_progress.
@@ -29,11 +29,7 @@ pub fn run(title: &str, points: &[ProgressPoint]) -> Result<String> {
     let tps_max = points.iter().filter_map(|p| p.tps).fold(0.0, f64::max);
     let lat_max = points.iter().filter_map(|p| p.lat_ms).fold(0.0, f64::max);
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, caption_font())
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(72)
+        let mut chart = frame(root, title, 72)
             .right_y_label_area_size(72)
             .build_cartesian_2d(0f64..t_max, 0f64..headroom(tps_max))?
             .set_secondary_coord(0f64..t_max, 0f64..headroom(lat_max));
@@ -90,11 +86,7 @@ pub fn percentiles(title: &str, series: &[Series]) -> Result<String> {
     let (all, lo, hi) = positive(series, "the probe has no latency samples to chart")?;
     let x_max = all.iter().map(|p| nines(p.0)).fold(0.0, f64::max).ceil().max(1.0);
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, caption_font())
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(80)
+        let mut chart = frame(root, title, 80)
             .build_cartesian_2d(0f64..x_max, log_range(lo, hi, series.len()))?;
         chart
             .configure_mesh()
@@ -119,11 +111,7 @@ pub fn profile(title: &str, series: &[Series]) -> Result<String> {
     let (all, lo, hi) = positive(series, "no standard-suite probes are stored yet")?;
     let w_max = all.iter().map(|p| p.0).fold(1.0, f64::max);
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, caption_font())
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(80)
+        let mut chart = frame(root, title, 80)
             .build_cartesian_2d(0.5f64..(w_max + 0.5), log_range(lo, hi, series.len()))?;
         chart
             .configure_mesh()

@@ -86,3 +86,14 @@ pub fn legend<'a, 'b: 'a, CT: CoordTranslate>(
         .draw()?;
     Ok(())
 }
+
+/// A chart's frame: its title, margins and room for the axis labels.
+pub fn frame<'a, 'b>(root: &'a DrawingArea<SVGBackend<'b>, Shift>, title: &str, y_labels_width: u32) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(title, caption_font())
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(y_labels_width);
+    builder
+}
