@@ -29,6 +29,8 @@ CREATE ROLE tap_attacker LOGIN;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA storlab TO tap_attacker;
 GRANT EXECUTE ON ALL PROCEDURES IN SCHEMA storlab TO tap_attacker;
 GRANT CREATE ON TABLESPACE lab_ram TO tap_attacker;
+-- a reader of storlab's results, as pg_monitor's members are
+GRANT pg_monitor TO tap_attacker;
 -- the role's own schema, where pgbench -i (connecting as the role) puts its
 -- tables; only that schema, so that pgbench never meets public's tables
 CREATE SCHEMA tap_attacker AUTHORIZATION tap_attacker;
@@ -140,6 +142,9 @@ SELECT storlab.move_indexes_online('tap_attacker.pgbench_accounts', 'lab_ram') A
 CALL storlab.wait(:index_job);
 SELECT storlab.bench_start('select-only', clients => 1, jobs => 1, duration => '20 s') AS own_job \gset
 SELECT storlab.cancel(:own_job) AS cancelled_own \gset
+-- reading: charts and advice
+SELECT storlab.chart_svg('tablespaces') IS NOT NULL AS drawn, storlab.chart_svg('experiment', :experiment_id) IS NOT NULL AS drawn;
+SELECT count(*) FROM storlab.recommend();
 RESET search_path;
 RESET ROLE;
 
