@@ -108,7 +108,7 @@ pub fn percentiles(title: &str, series: &[Series]) -> Result<String> {
 /// IOPS against the number of workers, a line per series (tablespace and
 /// workload); IOPS log-scaled, as RAM and disks differ a hundredfold.
 pub fn profile(title: &str, series: &[Series]) -> Result<String> {
-    let (all, lo, hi) = positive(series, "no standard-suite probes are stored yet")?;
+    let (all, lo, hi) = positive(series, "no tablespace was profiled at more than one worker count yet (storlab.profile measures that)")?;
     let w_max = all.iter().map(|p| p.0).fold(1.0, f64::max);
     svg(|root| {
         let mut chart = frame(root, title, 80)
