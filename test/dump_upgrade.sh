@@ -122,6 +122,11 @@ all_kinds="$old_kinds AND (SELECT count(*) FROM storlab.experiment_records) > 0
                       AND (SELECT count(*) FROM storlab.experiment_sizes) > 0
                       AND (SELECT count(*) FROM storlab.bench_runs WHERE experiment_id IS NOT NULL) > 0"
 
+# every comparison below would pass with two empty sides: no server, no test
+if ! "$PG_BIN/psql" -X -q -At -d postgres -c "SELECT 1" >/dev/null 2>&1; then
+  echo "Bail out! cannot reach the lab's server (PGHOST=${PGHOST:-unset}, PGPORT=${PGPORT:-unset})"
+  exit 1
+fi
 echo "1..$((3 + 8 * ${#OLDS[@]}))"
 
 # 1. pg_dump and pg_restore
