@@ -55,7 +55,7 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
     store_detail(job, serde_json::json!({ "plan": plan }));
     let quoted_ts = quote_ident(&r.tablespace);
     for index in &plan.indexes {
-        let sql = format!("REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {}", index.name);
+        let sql = reindex(&quoted_ts, index);
         let wal0 = wal_position();
         let t0 = std::time::Instant::now();
         if let Err(e) = psql(job, &conn, &sql, dir) {
@@ -85,24 +85,26 @@ pub(super) fn recover(job: &Job, r: &MoveIndexes, dir: &Path) -> String {
     })
     .and_then(|j| serde_json::from_value(j.0).ok());
     let mut recorded = 0;
-    for index in plan.iter().flat_map(|p| p.indexes.iter().map(move |i| (p, i))) {
-        let (plan, index) = index;
-        if is_in(&index.name, &r.tablespace) && !is_recorded(plan.batch, &index.name) {
-            let sql = format!(
-                "REINDEX (TABLESPACE {}) INDEX CONCURRENTLY {}",
-                quote_ident(&r.tablespace),
-                index.name
-            );
-            let note = format!(
-                "{NOTE}; it completed before a server restart interrupted the job, whose worker recorded it after the restart (duration and WAL unknown)"
-            );
-            record(job, plan, index, &r.tablespace, None, None, &sql, &note);
-            recorded += 1;
+    if let Some(plan) = &plan {
+        let quoted_ts = quote_ident(&r.tablespace);
+        let note = format!(
+            "{NOTE}; it completed before a server restart interrupted the job, whose worker recorded it after the restart (duration and WAL unknown)"
+        );
+        for index in &plan.indexes {
+            if is_in(&index.name, &r.tablespace) && !is_recorded(plan.batch, &index.name) {
+                record(job, plan, index, &r.tablespace, None, None, &reindex(&quoted_ts, index), &note);
+                recorded += 1;
+            }
         }
     }
     format!(
         "invalid index copies dropped: {dropped}; completed rebuilds recorded after the restart: {recorded}"
     )
+}
+
+/// The statement that moves one index, as run and as recorded.
+fn reindex(quoted_ts: &str, index: &Planned) -> String {
+    format!("REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {}", index.name)
 }
 
 fn quote_ident(name: &str) -> String {
