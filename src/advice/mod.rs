@@ -85,11 +85,6 @@ pub fn effective_io_concurrency(iops_by_readers: &[(i32, f64)]) -> Option<i32> {
     points.iter().find(|p| p.1 >= 0.8 * top).map(|p| p.0.min(1000))
 }
 
-/// The change from `now` to `then` in percent (negative: lower).
-pub fn change_pct(now: f64, then: f64) -> f64 {
-    (then - now) / now * 100.0
-}
-
 /// Is moving worth saying: the other volume lower by more than 10 %?
 pub fn worth_moving(now_us: f64, best_us: f64) -> bool {
     best_us < now_us * 0.9
@@ -147,6 +142,6 @@ mod tests {
     fn moving_pays_only_beyond_a_tenth() {
         assert!(worth_moving(200.0, 150.0));
         assert!(!worth_moving(200.0, 185.0));
-        assert!((change_pct(200.0, 150.0) + 25.0).abs() < 1e-9);
+        assert!((crate::report::stats::improvement_pct(200.0, 150.0).unwrap() + 25.0).abs() < 1e-9);
     }
 }

@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 
 use crate::advice::{self, Costs};
 use crate::ops::error::{spi, OrRaise};
+use crate::ops::suite::NEWEST_SUITE_PROBES;
+use crate::pgbench::scripts::quote_ident;
 use crate::report::stats;
 
 type Row = (String, Option<String>, String, Option<String>, Option<String>, JsonB);
@@ -47,10 +49,6 @@ fn measure_first(topic: &str, what: &str, call: &str) -> Row {
     row(topic, None, format!("nothing measured yet: {what}; measure first"), Some(call.to_string()), None, json!({}))
 }
 
-fn quote_ident(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
-
 fn quote_literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
@@ -79,12 +77,13 @@ fn newest_figures() -> BTreeMap<String, Figures> {
     let mut out: BTreeMap<String, Figures> = BTreeMap::new();
     Spi::connect(|c| {
         let rows = c.select(
-            "SELECT DISTINCT ON (tablespace, workload) tablespace::text, workload, id, coalesce(lat_mean_us, 0),
-                    coalesce(lat_p50_us, 0), coalesce(lat_p99_us, 0), mib_s,
-                    coalesce(env ->> 'fs_type', ''), coalesce(env ->> 'device', ''), env ->> 'mount_point'
-               FROM storlab.probes
-              WHERE suite = 'standard' AND workers = 1 AND ops > 0
-              ORDER BY tablespace, workload, started_at DESC",
+            &format!(
+                "SELECT tablespace::text, workload, id, coalesce(lat_mean_us, 0),
+                        coalesce(lat_p50_us, 0), coalesce(lat_p99_us, 0), mib_s,
+                        coalesce(env ->> 'fs_type', ''), coalesce(env ->> 'device', ''), env ->> 'mount_point'
+                   FROM ({NEWEST_SUITE_PROBES}) newest
+                  WHERE workers = 1"
+            ),
             None,
             &[],
         )?;
@@ -105,10 +104,10 @@ fn newest_figures() -> BTreeMap<String, Figures> {
             );
         }
         let rows = c.select(
-            "SELECT DISTINCT ON (tablespace, workers) tablespace::text, workers, iops, id
-               FROM storlab.probes
-              WHERE suite = 'standard' AND workload = 'randread' AND ops > 0
-              ORDER BY tablespace, workers, started_at DESC",
+            &format!(
+                "SELECT tablespace::text, workers, iops, id FROM ({NEWEST_SUITE_PROBES}) newest
+                  WHERE workload = 'randread' ORDER BY tablespace, workers"
+            ),
             None,
             &[],
         )?;
@@ -216,10 +215,10 @@ fn wal(figures: &BTreeMap<String, Figures>) -> Row {
                 ),
                 None,
                 Some(format!(
-                    "WAL commit p99 {:.0} -> {:.0} us ({:+.0} %), p50 {:.0} -> {:.0} us",
+                    "WAL commit p99 {:.0} -> {:.0} us ({}), p50 {:.0} -> {:.0} us",
                     now.p99_us,
                     p.p99_us,
-                    advice::change_pct(now.p99_us, p.p99_us),
+                    percent(stats::improvement_pct(now.p99_us, p.p99_us)),
                     now.p50_us,
                     p.p50_us
                 )),
@@ -406,31 +405,26 @@ fn fillfactor(experiments: &[Experiment]) -> Row {
             "SELECT storlab.experiment_start('fillfactor', '{\"here\": {}}', fillfactors => '{100,90,70}')",
         );
     }
-    let mut best: Option<(f64, Value, String, Option<String>)> = None;
+    let mut best: Option<(f64, Value, String)> = None;
     for e in &compared {
         let Some((base, _)) = e.layouts.first() else { continue };
         let top = e.cells.iter().map(|c| c.fillfactor).max().unwrap_or(100);
         for c in e.cells.iter().filter(|c| c.layout == *base && c.fillfactor != top) {
             let (a, b) = (run_tps(e.id, base, c.fillfactor, c.clients), run_tps(e.id, base, top, c.clients));
-            let Some(w) = stats::welch(&a, &b) else { continue };
-            let (ma, mb) = (mean(&a), mean(&b));
+            let (Some(w), Some(sa), Some(sb)) = (stats::welch(&a, &b), stats::summarize(&a), stats::summarize(&b)) else {
+                continue;
+            };
+            let (ma, mb) = (sa.mean, sb.mean);
             if !(w.p_value < 0.05 && ma > mb) {
                 continue;
             }
-            let gain = advice::change_pct(mb, ma);
+            let Some(gain) = stats::improvement_pct(mb, ma) else { continue };
             if best.as_ref().is_some_and(|b| b.0 >= gain) {
                 continue;
             }
             let top_cell = e.cells.iter().find(|x| x.layout == *base && x.fillfactor == top && x.clients == c.clients);
-            let space = |f: fn(&Cell) -> Option<i64>| {
-                Some(advice::change_pct(f(top_cell?)? as f64, f(c)? as f64))
-            };
+            let space = |f: fn(&Cell) -> Option<i64>| stats::improvement_pct(f(top_cell?)? as f64, f(c)? as f64);
             let (logical, stored) = (space(|x| x.logical_bytes), space(|x| x.stored_bytes));
-            let statement = Spi::get_one::<bool>("SELECT pg_catalog.to_regclass('public.pgbench_accounts') IS NOT NULL")
-                .ok()
-                .flatten()
-                .unwrap_or(false)
-                .then(|| format!("ALTER TABLE public.pgbench_accounts SET (fillfactor = {})", c.fillfactor));
             best = Some((
                 gain,
                 json!({"experiment": e.id, "layout": base, "clients": c.clients, "fillfactor": c.fillfactor,
@@ -442,16 +436,20 @@ fn fillfactor(experiments: &[Experiment]) -> Row {
                     c.clients,
                     e.id,
                     e.name,
-                    logical.map_or("unknown".into(), |x| format!("{x:+.0} %")),
-                    stored.map_or("unknown".into(), |x| format!("{x:+.0} %"))
+                    percent(logical),
+                    percent(stored)
                 ),
-                statement,
             ));
         }
     }
     match best {
-        Some((_, evidence, gain, statement)) => {
+        Some((_, evidence, gain)) => {
             let ff = evidence["fillfactor"].as_i64().unwrap_or(0);
+            let statement = Spi::get_one::<bool>("SELECT pg_catalog.to_regclass('public.pgbench_accounts') IS NOT NULL")
+                .ok()
+                .flatten()
+                .unwrap_or(false)
+                .then(|| format!("ALTER TABLE public.pgbench_accounts SET (fillfactor = {ff})"));
             row(
                 "fillfactor",
                 Some(&ff.to_string()),
@@ -490,6 +488,7 @@ fn run_tps(experiment: i64, layout: &str, fillfactor: i32, clients: i32) -> Vec<
     .unwrap_or_default()
 }
 
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+/// A change in percent as the advice writes it, "unknown" when it is.
+fn percent(change: Option<f64>) -> String {
+    change.map_or("unknown".into(), |x| format!("{x:+.0} %"))
 }

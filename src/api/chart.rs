@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 use crate::chart::{self, ExperimentBar, ProgressPoint, Series, TablespaceFigures};
 use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
+use crate::ops::suite::NEWEST_SUITE_PROBES;
 
 /// The kinds, and whether each takes an id.
 const KINDS: [(&str, bool); 5] = [
@@ -54,18 +55,21 @@ fn chart_svg(
     drawn.map_err(|e| Error::new(SqlState::ObjectNotInPrerequisiteState, e.0)).or_raise()
 }
 
+/// The one text `query` finds for the stored row `id` (its name, a title),
+/// or 42704 naming `what` when there is no such row.
+fn stored_text(what: &str, id: i64, query: &str) -> String {
+    Spi::get_one_with_args::<String>(query, &[id.into()])
+        .map_err(spi(&format!("reading the {what}")))
+        .or_raise()
+        .unwrap_or_else(|| not_found(what, id))
+}
+
 fn not_found(what: &str, id: i64) -> ! {
     Error::new(SqlState::UndefinedObject, format!("there is no {what} with id {id}")).raise()
 }
 
 fn experiment(id: i64, title: Option<String>) -> chart::Result<String> {
-    let name = Spi::get_one_with_args::<String>(
-        "SELECT (SELECT name FROM storlab.experiments WHERE id = $1)",
-        &[id.into()],
-    )
-    .map_err(spi("reading the experiment"))
-    .or_raise()
-    .unwrap_or_else(|| not_found("experiment", id));
+    let name = stored_text("experiment", id, "SELECT (SELECT name FROM storlab.experiments WHERE id = $1)");
     let bars = Spi::connect(|c| {
         c.select(
             "SELECT layout, fillfactor, clients, tps_mean, tps_ci95_low, tps_ci95_high, improvement_pct, significant
@@ -94,14 +98,12 @@ fn experiment(id: i64, title: Option<String>) -> chart::Result<String> {
 }
 
 fn run(id: i64, title: Option<String>) -> chart::Result<String> {
-    let what = Spi::get_one_with_args::<String>(
+    let what = stored_text(
+        "benchmark run",
+        id,
         "SELECT (SELECT format('Run %s: %s, %s clients%s', id, script, clients, ' (' || label || ')')
                    FROM storlab.bench_runs WHERE id = $1)",
-        &[id.into()],
-    )
-    .map_err(spi("reading the run"))
-    .or_raise()
-    .unwrap_or_else(|| not_found("benchmark run", id));
+    );
     let points = Spi::connect(|c| {
         c.select(
             // a partial first or last second understates: left out
@@ -124,15 +126,15 @@ fn run(id: i64, title: Option<String>) -> chart::Result<String> {
 }
 
 fn probe(id: i64, title: Option<String>) -> chart::Result<String> {
-    let what = Spi::get_one_with_args::<String>(
-        "SELECT (SELECT format('Probe %s: %s, %s kB blocks, %s worker%s on %s', id, workload, block_size / 1024, workers,
-                               CASE WHEN workers > 1 THEN 's' ELSE '' END, tablespace)
-                   FROM storlab.probes WHERE id = $1)",
+    let (what, workload) = Spi::get_two_with_args::<String, String>(
+        "SELECT format('Probe %s: %s, %s kB blocks, %s worker%s on %s', p.id, p.workload, p.block_size / 1024, p.workers,
+                       CASE WHEN p.workers > 1 THEN 's' ELSE '' END, p.tablespace), p.workload
+           FROM (SELECT) one LEFT JOIN storlab.probes p ON p.id = $1",
         &[id.into()],
     )
     .map_err(spi("reading the probe"))
-    .or_raise()
-    .unwrap_or_else(|| not_found("probe", id));
+    .or_raise();
+    let (Some(what), Some(workload)) = (what, workload) else { not_found("probe", id) };
     let points = Spi::connect(|c| {
         c.select(
             "SELECT percentile, lat_us FROM storlab.probe_latency(ARRAY[$1], $2) WHERE lat_us IS NOT NULL",
@@ -144,7 +146,6 @@ fn probe(id: i64, title: Option<String>) -> chart::Result<String> {
     })
     .map_err(spi("reading the probe's histogram"))
     .or_raise();
-    let workload = what.split(": ").nth(1).and_then(|s| s.split(',').next()).unwrap_or("latency").to_string();
     chart::percentiles(&title.unwrap_or(what), &[Series { label: workload, points }])
 }
 
@@ -154,14 +155,13 @@ fn probe(id: i64, title: Option<String>) -> chart::Result<String> {
 fn profile_series() -> Vec<Series> {
     let rows = Spi::connect(|c| {
         c.select(
-            "SELECT tablespace::text || ' ' || workload, array_agg(workers::float8 ORDER BY workers), array_agg(iops ORDER BY workers)
-               FROM (SELECT DISTINCT ON (tablespace, workload, workers) tablespace, workload, workers, iops
-                       FROM storlab.probes
-                      WHERE suite = 'standard' AND ops > 0
-                      ORDER BY tablespace, workload, workers, started_at DESC) newest
-              GROUP BY tablespace, workload
-             HAVING count(*) > 1
-              ORDER BY tablespace, workload",
+            &format!(
+                "SELECT tablespace::text || ' ' || workload, array_agg(workers::float8 ORDER BY workers), array_agg(iops ORDER BY workers)
+                   FROM ({NEWEST_SUITE_PROBES}) newest
+                  GROUP BY tablespace, workload
+                 HAVING count(*) > 1
+                  ORDER BY tablespace, workload"
+            ),
             None,
             &[],
         )?
@@ -182,16 +182,15 @@ fn profile_series() -> Vec<Series> {
 fn tablespace_figures() -> Vec<TablespaceFigures> {
     let rows = Spi::connect(|c| {
         c.select(
-            "WITH newest AS (
-               SELECT DISTINCT ON (tablespace, workload) tablespace, workload, lat_p99_us, mib_s
-                 FROM storlab.probes
-                WHERE suite = 'standard' AND workers = 1 AND ops > 0
-                ORDER BY tablespace, workload, started_at DESC)
-             SELECT tablespace::text,
-                    max(lat_p99_us) FILTER (WHERE workload = 'randread'),
-                    max(lat_p99_us) FILTER (WHERE workload = 'wal'),
-                    sum(mib_s) FILTER (WHERE workload IN ('seqread', 'seqwrite'))
-               FROM newest GROUP BY tablespace ORDER BY tablespace",
+            &format!(
+                "SELECT tablespace::text,
+                        max(lat_p99_us) FILTER (WHERE workload = 'randread'),
+                        max(lat_p99_us) FILTER (WHERE workload = 'wal'),
+                        sum(mib_s) FILTER (WHERE workload IN ('seqread', 'seqwrite'))
+                   FROM ({NEWEST_SUITE_PROBES}) newest
+                  WHERE workers = 1
+                  GROUP BY tablespace ORDER BY tablespace"
+            ),
             None,
             &[],
         )?

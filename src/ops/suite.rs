@@ -19,6 +19,14 @@ use crate::report::compare::{rank, Ranking, Scores};
 use crate::request::probe::{fsync_tests, suite_file_size, FsyncTest, SuiteItem, SUITE};
 use crate::sqltypes::Name;
 
+/// The newest standard-suite probe of every (tablespace, workload, workers)
+/// that completed something: what charts and advice read (as the caller;
+/// filter on `workers = 1` for the figures compare_tablespaces compares).
+pub const NEWEST_SUITE_PROBES: &str = "SELECT DISTINCT ON (tablespace, workload, workers) *
+       FROM storlab.probes
+      WHERE suite = 'standard' AND ops > 0
+      ORDER BY tablespace, workload, workers, started_at DESC";
+
 /// The scratch file size a suite uses on this target (see suite_file_size).
 fn suite_file_for(target: &Target, min_bytes: u64) -> u64 {
     let free = env::space::fs_space(&target.folder)
