@@ -34,6 +34,8 @@ pub enum SqlState {
     QueryCanceled,
     /// 58030
     IoError,
+    /// 0A000: the kernel refuses what was asked (io_uring switched off)
+    FeatureNotSupported,
     /// XX000: a bug of ours, never a user's mistake
     Internal,
 }
@@ -54,6 +56,7 @@ impl SqlState {
             SqlState::ConfigurationLimitExceeded => "53400",
             SqlState::QueryCanceled => "57014",
             SqlState::IoError => "58030",
+            SqlState::FeatureNotSupported => "0A000",
             SqlState::Internal => "XX000",
         }
     }

@@ -28,11 +28,18 @@ CREATE TABLE storlab.probes (
     system_identifier bigint      NOT NULL,
     hostname          text        NOT NULL,
     started_at        timestamptz NOT NULL,
-    suite             text CHECK (suite IN ('standard', 'fsync_cost'))
+    suite             text CHECK (suite IN ('standard', 'fsync_cost')),
+    iodepth           integer     NOT NULL DEFAULT 1 CHECK (iodepth BETWEEN 1 AND 256),  -- requests in flight per worker
+    engine            text        NOT NULL DEFAULT 'psync' CHECK (engine IN ('psync', 'io_uring')),
+    precision_pct     float8,     -- the precision asked (percent); NULL: a fixed duration
+    iops_ci95_pct     float8      -- half-width of the 95 % CI of the mean IOPS over 100 ms samples, percent of it
 );
 
 CREATE INDEX probes_lookup ON storlab.probes (tablespace, workload, block_size, workers, started_at DESC);
 COMMENT ON COLUMN storlab.probes.suite IS 'standard: a probe of the standard suite (profile, compare_tablespaces); fsync_cost: one of fsync_cost''s tests (writes rewound to the start of the file, as pg_test_fsync does); NULL: a probe() call';
+
+COMMENT ON COLUMN storlab.probes.iops_ci95_pct IS 'Precision reached: half-width of the 95 % confidence interval of the mean IOPS over the probe''s 100 ms samples, in percent of the mean (NULL below two samples)';
+COMMENT ON COLUMN storlab.probes.precision_pct IS 'The precision the probe was asked for (percent): it stopped once iops_ci95_pct was within it and the p99 had settled, or at its duration; NULL: it ran for its whole duration';
 
 COMMENT ON TABLE storlab.probes IS 'One row per storlab probe: workload, parameters, throughput, latency percentiles (microseconds), HDR histogram and the storage facts at probe time';
 

@@ -27,6 +27,9 @@ fn probe(
     direct: default!(Option<bool>, true),
     sync_method: default!(Option<String>, "NULL"),
     label: default!(Option<String>, "NULL"),
+    iodepth: default!(Option<i32>, 1),
+    engine: default!(Option<String>, "NULL"),
+    precision: default!(Option<f32>, "NULL"),
 ) -> pgrx::composite_type!('static, "probes") {
     let tablespace = required(tablespace, "tablespace");
     let workload = required(workload, "workload");
@@ -37,6 +40,9 @@ fn probe(
         workers: required(workers, "workers") as i64,
         file_size: required(file_size, "file_size"),
         sync_method: sync_method.as_deref(),
+        iodepth: required(iodepth, "iodepth") as i64,
+        engine: engine.as_deref(),
+        precision_pct: precision.map(f64::from),
     };
     let args = request::check(&raw, max_probe_duration()).or_raise();
     let target = resolve(tablespace.as_str()).or_raise();

@@ -13,9 +13,9 @@ use crate::env;
 use crate::ops::error::{invalid, raise, required, OrRaise};
 use crate::ops::probe::fetch_rows;
 use crate::ops::settings::max_probe_duration;
-use crate::ops::suite;
+use crate::ops::suite::{self, SuiteRun};
 use crate::ops::targets::{all_targets, resolve};
-use crate::request::probe::{suite_duration, worker_counts};
+use crate::request::probe::{iodepths, precision, suite_duration, worker_counts};
 use crate::sqltypes::Name;
 
 fn duration_of(d: &Interval) -> Duration {
@@ -57,23 +57,36 @@ fn fsync_cost(
 }
 
 /// The standard suite (randread 8 kB, randwrite 8 kB, wal 8 kB + fdatasync,
-/// seqwrite 128 kB, seqread 128 kB) on one tablespace, or on every tablespace
-/// and pg_wal when NULL, at each worker count. A tablespace that cannot be
-/// probed gets a WARNING and is skipped.
+/// seqwrite 128 kB, seqread 128 kB, randread 8 kB at queue depth 32) on one
+/// tablespace, or on every tablespace and pg_wal when NULL, at each worker
+/// count and queue depth. Each probe stops once precise to ±precision %
+/// (duration is the upper bound; NULL: the whole duration). A tablespace
+/// that cannot be probed gets a WARNING and is skipped.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn profile(
     tablespace: default!(Option<Name>, "NULL"),
     duration: default!(Option<Interval>, "'3 seconds'"),
     workers: default!(Option<Vec<Option<i32>>>, "'{1}'"),
+    iodepths: default!(Option<Vec<Option<i32>>>, "'{1}'"),
+    precision: default!(Option<f32>, 5),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
-    let duration = duration_of(&required(duration, "duration"));
+    let run = SuiteRun {
+        duration: duration_of(&required(duration, "duration")),
+        precision_pct: precision_of(precision),
+        label: "profile",
+    };
     let workers = worker_counts(&required(workers, "workers")).or_raise();
+    let depths = self::iodepths(&required(iodepths, "iodepths")).or_raise();
     let targets = match tablespace {
         Some(name) => vec![resolve(name.as_str()).or_raise()],
         None => all_targets(),
     };
-    SetOfIterator::new(fetch_rows(&suite::profile(&targets, duration, &workers)))
+    SetOfIterator::new(fetch_rows(&suite::profile(&targets, &workers, &depths, run)))
+}
+
+fn precision_of(p: Option<f32>) -> Option<f64> {
+    precision(p.map(f64::from)).or_raise()
 }
 
 /// Every tablespace and pg_wal side by side, from the newest standard-suite
@@ -85,6 +98,7 @@ fn profile(
 fn compare_tablespaces(
     max_age: default!(Option<Interval>, "'1 day'"),
     duration: default!(Option<Interval>, "'2 seconds'"),
+    precision: default!(Option<f32>, 5),
 ) -> TableIterator<
     'static,
     (
@@ -94,6 +108,7 @@ fn compare_tablespaces(
         name!(randread_p50_us, Option<f64>),
         name!(randread_p99_us, Option<f64>),
         name!(randread_iops, Option<f64>),
+        name!(randread_iops_qd32, Option<f64>),
         name!(randwrite_p99_us, Option<f64>),
         name!(wal_commit_p50_us, Option<f64>),
         name!(wal_commit_p99_us, Option<f64>),
@@ -110,8 +125,12 @@ fn compare_tablespaces(
     if interval_micros(&max_age) <= 0 {
         raise(invalid("max_age must be positive, e.g. '1 day'"));
     }
-    let duration = duration_of(&required(duration, "duration"));
-    let rows: Vec<_> = suite::compare(max_age, duration)
+    let run = SuiteRun {
+        duration: duration_of(&required(duration, "duration")),
+        precision_pct: precision_of(precision),
+        label: "compare_tablespaces",
+    };
+    let rows: Vec<_> = suite::compare(max_age, run)
         .into_iter()
         .map(|(t, f, r)| {
             let facts = env::facts(&t.folder).ok();
@@ -122,6 +141,7 @@ fn compare_tablespaces(
                 f.randread_p50_us,
                 f.scores.randread_p99_us,
                 f.randread_iops,
+                f.randread_iops_qd32,
                 f.randwrite_p99_us,
                 f.wal_commit_p50_us,
                 f.scores.wal_commit_p99_us,

@@ -26,6 +26,7 @@ fn pg_code(state: SqlState) -> PgSqlErrorCode {
         SqlState::QueryCanceled => ERRCODE_QUERY_CANCELED,
         SqlState::IoError => ERRCODE_IO_ERROR,
         SqlState::Internal => ERRCODE_INTERNAL_ERROR,
+        SqlState::FeatureNotSupported => ERRCODE_FEATURE_NOT_SUPPORTED,
     }
 }
 

@@ -258,6 +258,12 @@ pub fn measure(
         ProbeError::InvalidSpec(m) => invalid(m),
         ProbeError::DiskFull(m) => Error::new(SqlState::DiskFull, m),
         ProbeError::Cancelled => Error::new(SqlState::QueryCanceled, "probe cancelled"),
+        ProbeError::Unsupported(m) => Error::new(
+            SqlState::FeatureNotSupported,
+            format!("engine io_uring cannot run on {}", target.name),
+        )
+        .with_detail(m)
+        .with_hint("Probes with engine psync (iodepth 1) still work."),
         e @ ProbeError::Io { .. } => Error::new(
             SqlState::IoError,
             format!("probe on {} failed: {e}", target.name),
@@ -302,9 +308,9 @@ pub fn measure(
             "INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method,
                  writes_per_sync, file_size, duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us,
                  lat_p90_us, lat_p99_us, lat_p999_us, lat_max_us, histogram, env, label, system_identifier,
-                 hostname, started_at, suite)
+                 hostname, started_at, suite, iodepth, engine, precision_pct, iops_ci95_pct)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-                     $21, $22, $23, $24, $25, pg_catalog.to_timestamp($26), $27)
+                     $21, $22, $23, $24, $25, pg_catalog.to_timestamp($26), $27, $28, $29, $30, $31)
              RETURNING id",
             None,
             &[
@@ -335,6 +341,10 @@ pub fn measure(
                 hostname().into(),
                 started.into(),
                 suite.map(str::to_owned).into(),
+                (spec.iodepth as i32).into(),
+                spec.engine.as_str().into(),
+                spec.precision_pct.into(),
+                result.iops_ci95_pct.into(),
             ],
         )?
         .first()
@@ -378,5 +388,8 @@ pub fn spec_for(target: &Target, a: &ProbeArgs, direct: bool) -> ProbeSpec {
         sync: a.sync,
         writes_per_sync: 1,
         rewind: false,
+        iodepth: a.iodepth,
+        engine: a.engine,
+        precision_pct: a.precision_pct,
     }
 }

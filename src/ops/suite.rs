@@ -7,24 +7,26 @@ use std::time::Duration;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
-use super::error::{spi, Error, OrRaise};
+use super::error::{spi, Error, OrRaise, SqlState};
 use super::identity::as_owner;
 use super::probe::{measure, scratch_dir};
 use super::server::system_identifier;
 use super::settings::suite_file_cap;
 use super::targets::{all_targets, Target};
 use crate::env;
-use crate::probe::{ProbeSpec, Workload};
+use crate::probe::{IoEngine, ProbeSpec, Workload};
 use crate::report::compare::{rank, Ranking, Scores};
-use crate::request::probe::{fsync_tests, suite_file_size, FsyncTest, SuiteItem, SUITE};
+use crate::request::probe::{
+    fsync_tests, suite_file_size, FsyncTest, SuiteItem, MAX_WORKERS, SUITE,
+};
 use crate::sqltypes::Name;
 
-/// The newest standard-suite probe of every (tablespace, workload, workers)
-/// that completed something: what charts and advice read (as the caller;
+/// The newest standard-suite probe at queue depth 1 of every (tablespace,
+/// workload, workers) that completed something: what charts and advice read (as the caller;
 /// filter on `workers = 1` for the figures compare_tablespaces compares).
 pub const NEWEST_SUITE_PROBES: &str = "SELECT DISTINCT ON (tablespace, workload, workers) *
        FROM storlab.probes
-      WHERE suite = 'standard' AND ops > 0
+      WHERE suite = 'standard' AND ops > 0 AND iodepth = 1
       ORDER BY tablespace, workload, workers, started_at DESC";
 
 /// The scratch file size a suite uses on this target (see suite_file_size).
@@ -53,6 +55,7 @@ fn suite_spec(
     duration: Duration,
     workers: usize,
     file_size: u64,
+    precision_pct: Option<f64>,
 ) -> ProbeSpec {
     ProbeSpec {
         dir: scratch_dir(target),
@@ -65,7 +68,71 @@ fn suite_spec(
         sync: item.sync,
         writes_per_sync: 1,
         rewind: false,
+        iodepth: item.iodepth,
+        engine: item.engine(),
+        precision_pct,
     }
+}
+
+/// How a suite runs its probes: for how long, how precise, under which label.
+#[derive(Clone, Copy)]
+pub struct SuiteRun<'a> {
+    pub duration: Duration,
+    pub precision_pct: Option<f64>,
+    pub label: &'a str,
+}
+
+/// Measures one suite item. A queued item where io_uring is switched off
+/// runs instead as iodepth x workers psync workers (as many requests in
+/// flight, as fio's numjobs would keep), with a NOTICE saying so.
+fn measure_item(
+    target: &Target,
+    item: &SuiteItem,
+    workers: usize,
+    file_size: u64,
+    run: SuiteRun,
+) -> Result<i64, Error> {
+    let spec = suite_spec(target, item, run.duration, workers, file_size, run.precision_pct);
+    match measure(target, spec, Some(run.label), Some("standard")) {
+        Err(e) if e.state == SqlState::FeatureNotSupported && item.engine() == IoEngine::IoUring => {
+            let threads = (workers * item.iodepth as usize).min(MAX_WORKERS as usize);
+            notice!(
+                "storlab: {} on {}: {}; it runs as {threads} psync workers instead",
+                item.workload.as_str(),
+                target.name,
+                e.detail.as_deref().unwrap_or(&e.message)
+            );
+            let psync = SuiteItem {
+                iodepth: 1,
+                ..*item
+            };
+            let spec = suite_spec(target, &psync, run.duration, threads, file_size, run.precision_pct);
+            measure(target, spec, Some(run.label), Some("standard"))
+        }
+        other => other,
+    }
+}
+
+/// The items profile() runs at one worker count: the suite at each asked
+/// depth (a commit only at depth 1), then the suite's own queued items
+/// unless a depth asked for already covers them.
+pub fn profile_items(iodepths: &[u32]) -> Vec<SuiteItem> {
+    let mut items = Vec::new();
+    for &d in iodepths {
+        for item in SUITE.iter().filter(|i| i.iodepth == 1) {
+            if d == 1 {
+                items.push(*item);
+            } else if item.queueable() {
+                items.push(item.at_depth(d));
+            }
+        }
+    }
+    for item in SUITE.iter().filter(|i| i.iodepth > 1) {
+        if !items.contains(item) {
+            items.push(*item);
+        }
+    }
+    items
 }
 
 fn warn_skip(target: &Target, what: &str, f: &Error) {
@@ -104,6 +171,7 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Vec<FsyncRow> {
             sync: t.method,
             writes_per_sync: t.writes,
             rewind: true,
+            ..ProbeSpec::new(scratch_dir(&target), Workload::Wal)
         };
         let label = format!("fsync_cost: {}", t.test);
         // A test the device cannot do (1 kB O_DIRECT writes on a 4 kB-sector
@@ -133,20 +201,17 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Vec<FsyncRow> {
     rows
 }
 
-/// The standard suite on each target at each worker count; the stored ids.
-pub fn profile(targets: &[Target], duration: Duration, workers: &[usize]) -> Vec<i64> {
+/// The standard suite on each target at each worker count and queue
+/// depth; the stored ids.
+pub fn profile(targets: &[Target], workers: &[usize], iodepths: &[u32], run: SuiteRun) -> Vec<i64> {
     let mut ids = Vec::new();
     let max_workers = workers.iter().copied().max().unwrap_or(1);
+    let items = profile_items(iodepths);
     for target in targets {
         let file_size = suite_file_once(target, max_workers);
         'target: for &w in workers {
-            for item in &SUITE {
-                match measure(
-                    target,
-                    suite_spec(target, item, duration, w, file_size),
-                    Some("profile"),
-                    Some("standard"),
-                ) {
+            for item in &items {
+                match measure_item(target, item, w, file_size, run) {
                     Ok(id) => ids.push(id),
                     Err(f) => {
                         warn_skip(target, "profile", &f);
@@ -160,7 +225,9 @@ pub fn profile(targets: &[Target], duration: Duration, workers: &[usize]) -> Vec
 }
 
 /// The newest stored result of one suite item on one target, younger than max_age
-/// (one with no operation, as releases before 0.3.0 could store, is never used):
+/// (one with no operation, as releases before 0.3.0 could store, is never used;
+/// a queued item's figure comes from io_uring at its depth, or else from as
+/// many psync workers, the fallback where io_uring is off):
 /// (lat_p50_us, lat_p99_us, iops, mib_s, started_at).
 type Newest = (Option<f64>, Option<f64>, f64, f64, TimestampWithTimeZone);
 
@@ -171,9 +238,10 @@ fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest
                 "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at
                FROM storlab.probes
               WHERE tablespace = $1 AND workload = $2 AND block_size = $3 AND sync_method = $4
-                AND workers = 1 AND suite = 'standard' AND ops > 0
+                AND workers * iodepth = $7 AND (workers = 1 OR iodepth = 1)
+                AND suite = 'standard' AND ops > 0
                 AND system_identifier = $5 AND started_at > pg_catalog.now() - $6
-              ORDER BY started_at DESC LIMIT 1",
+              ORDER BY iodepth = $7 DESC, started_at DESC LIMIT 1",
                 None,
                 &[
                     Name(target.name.clone()).into(),
@@ -182,6 +250,7 @@ fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest
                     item.sync.as_str().into(),
                     system_identifier().into(),
                     max_age.into(),
+                    (item.iodepth as i32).into(),
                 ],
             )?;
             Ok::<_, pgrx::spi::Error>(match rows.next() {
@@ -205,6 +274,7 @@ fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest
 pub struct Figures {
     pub randread_p50_us: Option<f64>,
     pub randread_iops: Option<f64>,
+    pub randread_iops_qd32: Option<f64>,
     pub randwrite_p99_us: Option<f64>,
     pub wal_commit_p50_us: Option<f64>,
     pub scores: Scores,
@@ -225,6 +295,7 @@ fn figures(target: &Target, max_age: Interval) -> (Figures, Vec<SuiteItem>) {
             _ => at,
         });
         match item.workload {
+            Workload::Randread if item.iodepth > 1 => f.randread_iops_qd32 = Some(iops),
             Workload::Randread => {
                 (f.randread_p50_us, f.scores.randread_p99_us, f.randread_iops) =
                     (p50, p99, Some(iops));
@@ -240,7 +311,7 @@ fn figures(target: &Target, max_age: Interval) -> (Figures, Vec<SuiteItem>) {
 
 /// Every target with its newest figures (probing what is missing or older
 /// than `max_age` first) and its ranking against the others.
-pub fn compare(max_age: Interval, duration: Duration) -> Vec<(Target, Figures, Ranking)> {
+pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Ranking)> {
     let targets = all_targets();
     let mut all = Vec::with_capacity(targets.len());
     for target in &targets {
@@ -254,12 +325,7 @@ pub fn compare(max_age: Interval, duration: Duration) -> Vec<(Target, Figures, R
             );
             let file_size = suite_file_once(target, 1);
             for item in &missing {
-                if let Err(e) = measure(
-                    target,
-                    suite_spec(target, item, duration, 1, file_size),
-                    Some("compare_tablespaces"),
-                    Some("standard"),
-                ) {
+                if let Err(e) = measure_item(target, item, 1, file_size, run) {
                     warn_skip(target, "compare_tablespaces", &e);
                     break;
                 }

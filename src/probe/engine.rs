@@ -7,12 +7,15 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::error::ProbeError;
 use super::histogram::Histogram;
+use super::io_engine::{IoEngine, MAX_IODEPTH};
+use super::precision::{Sampler, MAX_PRECISION_PCT, MIN_PRECISION_PCT};
+use super::progress::Progress;
 use super::scratch::ScratchFile;
 use super::start_gate::StartGate;
 use super::sync_method::SyncMethod;
@@ -32,7 +35,7 @@ const POLL_SLICE: Duration = Duration::from_millis(10);
 
 /// What to measure. `ProbeSpec::new` gives sensible defaults; adjust fields
 /// with struct update syntax.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProbeSpec {
     /// Folder for the scratch file (created if missing; its parent must exist).
     pub dir: PathBuf,
@@ -56,6 +59,14 @@ pub struct ProbeSpec {
     /// Every commit starts again at the worker's region start, as
     /// pg_test_fsync does; only for seqwrite and wal.
     pub rewind: bool,
+    /// Requests each worker keeps in flight (1..=MAX_IODEPTH); above 1
+    /// only with the io_uring engine.
+    pub iodepth: u32,
+    pub engine: IoEngine,
+    /// Stop once the 95 % confidence interval of the mean IOPS is within
+    /// ±this percent and the p99 has settled (see `precision`); `duration`
+    /// is then the upper bound. None: run for `duration`.
+    pub precision_pct: Option<f64>,
 }
 
 /// What a probe measured.
@@ -73,6 +84,9 @@ pub struct ProbeResult {
     pub direct: bool,
     /// Things the user should know to read the numbers right.
     pub notices: Vec<String>,
+    /// Half-width of the 95 % confidence interval of the mean IOPS over
+    /// the run's 100 ms samples, in percent; None below two samples.
+    pub iops_ci95_pct: Option<f64>,
 }
 
 impl ProbeResult {
@@ -109,6 +123,9 @@ impl ProbeSpec {
             sync: workload.default_sync(),
             writes_per_sync: 1,
             rewind: false,
+            iodepth: 1,
+            engine: IoEngine::Psync,
+            precision_pct: None,
         }
     }
 
@@ -169,6 +186,34 @@ impl ProbeSpec {
             return bad(format!(
                 "rewind applies to sequential write workloads (seqwrite, wal) only, not {w}"
             ));
+        }
+        if !(1..=MAX_IODEPTH).contains(&self.iodepth) {
+            return bad(format!(
+                "iodepth must be between 1 and {MAX_IODEPTH}, got {}",
+                self.iodepth
+            ));
+        }
+        if self.engine == IoEngine::Psync && self.iodepth > 1 {
+            return bad(format!(
+                "the psync engine has one I/O in flight at a time; iodepth {} needs io_uring",
+                self.iodepth
+            ));
+        }
+        if self.engine == IoEngine::IoUring
+            && (self.sync != SyncMethod::None || self.writes_per_sync != 1 || self.rewind)
+        {
+            return bad(format!(
+                "io_uring queues plain reads and writes; a commit (writes, then sync method {}) \
+                 waits for its sync and runs on psync",
+                self.sync
+            ));
+        }
+        if let Some(p) = self.precision_pct {
+            if !(MIN_PRECISION_PCT..=MAX_PRECISION_PCT).contains(&p) {
+                return bad(format!(
+                    "precision must be between {MIN_PRECISION_PCT} and {MAX_PRECISION_PCT} percent, got {p}"
+                ));
+            }
         }
         Ok(())
     }
@@ -238,6 +283,7 @@ pub fn run_probe(
         histogram: timed.histogram,
         direct: scratch.direct(),
         notices,
+        iops_ci95_pct: timed.iops_ci95_pct,
     })
     // `scratch` is dropped here, and on every `?` above: the file is gone.
 }
@@ -247,6 +293,7 @@ struct TimedPhase {
     bytes: u64,
     elapsed: Duration,
     histogram: Histogram,
+    iops_ci95_pct: Option<f64>,
 }
 
 /// State the calling thread shares with the workers.
@@ -254,6 +301,34 @@ struct Shared {
     /// Set by the caller at the end (or cancel), or by a worker that failed.
     stop: AtomicBool,
     gate: StartGate,
+    /// Each worker's published progress, by index.
+    progress: Vec<Progress>,
+    /// Raised by the calling thread at every sample: workers then publish
+    /// their recent latencies.
+    epoch: AtomicU64,
+}
+
+impl Shared {
+    fn new(workers: usize) -> Shared {
+        Shared {
+            stop: AtomicBool::new(false),
+            gate: StartGate::new(),
+            progress: (0..workers).map(|_| Progress::default()).collect(),
+            epoch: AtomicU64::new(0),
+        }
+    }
+
+    fn ops(&self) -> u64 {
+        self.progress.iter().map(Progress::ops).sum()
+    }
+
+    fn p99_us(&self) -> Option<f64> {
+        let mut all = Histogram::new();
+        for p in &self.progress {
+            p.merge_into(&mut all);
+        }
+        (all.count() > 0).then(|| all.percentile_us(99.0))
+    }
 }
 
 /// Stops and releases the workers when the calling thread leaves the
@@ -279,10 +354,7 @@ fn run_timed_phase(
     let workers = (0..spec.workers)
         .map(|index| Worker::prepare(spec, scratch, index, seed))
         .collect::<Result<Vec<_>, _>>()?;
-    let shared = Shared {
-        stop: AtomicBool::new(false),
-        gate: StartGate::new(),
-    };
+    let shared = Shared::new(workers.len());
 
     thread::scope(|scope| {
         let _stop_guard = StopOnDrop(&shared);
@@ -293,7 +365,14 @@ fn run_timed_phase(
             let shared = &shared;
             match thread::Builder::new()
                 .name(format!("storlab-probe-{index}"))
-                .spawn_scoped(scope, move || worker.run(&shared.stop, &shared.gate))
+                .spawn_scoped(scope, move || {
+                    worker.run(
+                        &shared.stop,
+                        &shared.gate,
+                        &shared.progress[index],
+                        &shared.epoch,
+                    )
+                })
             {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
@@ -308,7 +387,8 @@ fn run_timed_phase(
         shared.gate.wait_for_arrivals(handles.len());
         let start = Instant::now();
         shared.gate.open();
-        let cancelled = wait_until_done(start, spec.duration, &shared.stop, poll);
+        let mut sampler = Sampler::new(spec.precision_pct);
+        let cancelled = wait_until_done(start, spec.duration, &shared, &mut sampler, poll);
         shared.stop.store(true, Ordering::SeqCst);
 
         let mut outcome = TimedPhase {
@@ -316,6 +396,7 @@ fn run_timed_phase(
             bytes: 0,
             elapsed: Duration::ZERO,
             histogram: Histogram::new(),
+            iops_ci95_pct: sampler.ci95_pct(),
         };
         let mut first_error = spawn_error;
         for (index, handle) in handles.into_iter().enumerate() {
@@ -349,15 +430,17 @@ fn run_timed_phase(
 }
 
 /// Sleeps in slices until `duration` has passed since `start`, a worker
-/// raised `stop`, or `poll` asked to stop (returns true only for the last).
+/// raised `stop`, the sampler found the answer precise, or `poll` asked to
+/// stop (returns true only for the last). Samples throughput on the way.
 fn wait_until_done(
     start: Instant,
     duration: Duration,
-    stop: &AtomicBool,
+    shared: &Shared,
+    sampler: &mut Sampler,
     poll: &mut dyn FnMut() -> bool,
 ) -> bool {
     loop {
-        if stop.load(Ordering::SeqCst) {
+        if shared.stop.load(Ordering::SeqCst) {
             return false;
         }
         let elapsed = start.elapsed();
@@ -367,6 +450,16 @@ fn wait_until_done(
         thread::sleep(POLL_SLICE.min(duration - elapsed));
         if poll() {
             return true;
+        }
+        let elapsed = start.elapsed();
+        if sampler.due(elapsed) {
+            let ops = shared.ops();
+            let p99 = sampler.wants_p99(ops).then(|| shared.p99_us()).flatten();
+            sampler.sample(elapsed, ops, p99);
+            shared.epoch.fetch_add(1, Ordering::Relaxed);
+            if sampler.precise(elapsed) {
+                return false;
+            }
         }
     }
 }
@@ -591,16 +684,15 @@ mod tests {
 
     /// Runs the workers directly (without the merge) to see each one's count.
     fn run_timed_phase_per_worker(spec: &ProbeSpec, scratch: &ScratchFile) -> Vec<u64> {
-        let shared = Shared {
-            stop: AtomicBool::new(false),
-            gate: StartGate::new(),
-        };
+        let shared = Shared::new(spec.workers);
         thread::scope(|s| {
             let handles: Vec<_> = (0..spec.workers)
                 .map(|i| {
                     let w = Worker::prepare(spec, scratch, i, 42).unwrap();
                     let shared = &shared;
-                    s.spawn(move || w.run(&shared.stop, &shared.gate))
+                    s.spawn(move || {
+                        w.run(&shared.stop, &shared.gate, &shared.progress[i], &shared.epoch)
+                    })
                 })
                 .collect();
             shared.gate.wait_for_arrivals(spec.workers);
@@ -717,5 +809,153 @@ mod tests {
             }
             other => panic!("expected Io, got {other:?}"),
         }
+    }
+
+    /// The spec at a queue depth on io_uring; None (test skipped) where
+    /// this kernel or sandbox has io_uring switched off.
+    fn queued(mut spec: ProbeSpec, iodepth: u32) -> Option<ProbeSpec> {
+        spec.iodepth = iodepth;
+        spec.engine = IoEngine::IoUring;
+        if let Err(e) = io_uring::IoUring::new(2) {
+            eprintln!("skipping: io_uring unavailable: {e}");
+            return None;
+        }
+        Some(spec)
+    }
+
+    #[test]
+    fn queued_reads_and_writes_run_at_depth_and_count_consistently() {
+        let dir = TestDir::new_on_disk("engine-queued");
+        for workload in [Workload::Randread, Workload::Randwrite, Workload::Seqread, Workload::Seqwrite] {
+            let Some(spec) = queued(quick(dir.path(), workload), 16) else { return };
+            let r = run_probe(&spec, &mut never()).unwrap();
+            assert!(r.ops > 16, "{workload}: {}", r.ops);
+            assert_eq!(r.bytes, r.ops * 8192, "{workload}");
+            assert_eq!(r.histogram.count(), r.ops, "{workload}");
+        }
+        assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    }
+
+    #[test]
+    fn a_depth_larger_than_the_files_blocks_still_runs() {
+        let dir = TestDir::new_on_disk("engine-deep");
+        let base = ProbeSpec {
+            file_size: 4 * 8192,
+            ..quick(dir.path(), Workload::Randread)
+        };
+        let Some(spec) = queued(base, 64) else { return };
+        let r = run_probe(&spec, &mut never()).unwrap();
+        assert!(r.ops > 64);
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn queued_probes_refuse_commits_and_psync_refuses_depth() {
+        let dir = TestDir::new_on_disk("engine-queued-invalid");
+        let wal = ProbeSpec {
+            engine: IoEngine::IoUring,
+            ..quick(dir.path(), Workload::Wal)
+        };
+        assert_invalid(&wal, "runs on psync");
+        let deep_psync = ProbeSpec {
+            iodepth: 8,
+            ..quick(dir.path(), Workload::Randread)
+        };
+        assert_invalid(&deep_psync, "needs io_uring");
+        let too_deep = ProbeSpec {
+            iodepth: MAX_IODEPTH + 1,
+            engine: IoEngine::IoUring,
+            ..quick(dir.path(), Workload::Randread)
+        };
+        assert_invalid(&too_deep, "iodepth");
+        let vague = ProbeSpec {
+            precision_pct: Some(0.0),
+            ..quick(dir.path(), Workload::Randread)
+        };
+        assert_invalid(&vague, "precision");
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn cancel_at_depth_64_drains_the_queue_and_leaves_no_file() {
+        let dir = TestDir::new_on_disk("engine-queued-cancel");
+        let base = ProbeSpec {
+            duration: Duration::from_secs(30),
+            workers: 2,
+            ..quick(dir.path(), Workload::Randwrite)
+        };
+        let Some(spec) = queued(base, 64) else { return };
+        let began = Instant::now();
+        let mut asked: Option<Instant> = None;
+        let mut poll = || {
+            if began.elapsed() > Duration::from_millis(300) {
+                asked.get_or_insert_with(Instant::now);
+                true
+            } else {
+                false
+            }
+        };
+        let result = run_probe(&spec, &mut poll);
+        let lag = asked.expect("poll was asked to stop").elapsed();
+        assert!(matches!(result, Err(ProbeError::Cancelled)), "{result:?}");
+        assert!(lag < Duration::from_millis(500), "cancel took {lag:?}");
+        assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    }
+
+    #[test]
+    fn queued_reads_of_a_file_truncated_under_them_fail_as_short_reads() {
+        let dir = TestDir::new_on_disk("engine-queued-short");
+        let base = ProbeSpec {
+            direct: false,
+            duration: Duration::from_secs(30),
+            ..quick(dir.path(), Workload::Seqread)
+        };
+        let Some(spec) = queued(base, 8) else { return };
+        let scratch =
+            ScratchFile::create(&spec.dir, spec.file_size, 8192, false, &mut never()).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(scratch.path())
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let began = Instant::now();
+        match run_timed_phase(&spec, &scratch, &mut never()) {
+            Err(ProbeError::Io { context, source }) => {
+                assert!(context.starts_with("read of 8192 bytes at offset"), "{context}");
+                assert_eq!(source.kind(), io::ErrorKind::UnexpectedEof);
+            }
+            Err(other) => panic!("expected a short read, got {other:?}"),
+            Ok(_) => panic!("reads past EOF must fail"),
+        }
+        assert!(began.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_probe_asked_for_a_precision_stops_once_it_has_it() {
+        // page-cache reads of a small file are as steady as I/O gets
+        let Some(dir) = TestDir::new_on_shm("engine-precise") else {
+            return;
+        };
+        let spec = ProbeSpec {
+            duration: Duration::from_secs(20),
+            direct: false,
+            precision_pct: Some(10.0),
+            ..quick(dir.path(), Workload::Randread)
+        };
+        let r = run_probe(&spec, &mut never()).unwrap();
+        assert!(r.elapsed >= Duration::from_millis(500), "{:?}", r.elapsed);
+        assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+        assert!(r.iops_ci95_pct.unwrap() <= 10.0, "{:?}", r.iops_ci95_pct);
+        // a fixed probe reports its precision too, without stopping early
+        let fixed = ProbeSpec {
+            duration: Duration::from_millis(400),
+            precision_pct: None,
+            ..spec
+        };
+        let r = run_probe(&fixed, &mut never()).unwrap();
+        assert!(r.elapsed >= Duration::from_millis(400));
+        assert!(r.iops_ci95_pct.is_some());
+        assert!(dir.entries().is_empty());
     }
 }

@@ -14,6 +14,9 @@ pub enum ProbeError {
     DiskFull(String),
     /// The caller's `poll` asked to stop.
     Cancelled,
+    /// The kernel refuses what the spec needs (io_uring switched off); the
+    /// message says why.
+    Unsupported(String),
     /// Any other system call failure, with what we were doing at the time.
     Io { context: String, source: io::Error },
 }
@@ -38,6 +41,7 @@ impl fmt::Display for ProbeError {
             ProbeError::InvalidSpec(msg) => write!(f, "invalid probe spec: {msg}"),
             ProbeError::DiskFull(msg) => write!(f, "disk full: {msg}"),
             ProbeError::Cancelled => write!(f, "probe cancelled"),
+            ProbeError::Unsupported(msg) => f.write_str(msg),
             ProbeError::Io { context, source } => write!(f, "{context}: {source}"),
         }
     }

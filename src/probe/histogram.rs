@@ -70,6 +70,11 @@ impl Histogram {
         self.record_ns(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
     }
 
+    /// Forgets every sample, keeping the shape (and the memory).
+    pub fn reset(&mut self) {
+        self.inner.reset();
+    }
+
     /// Adds every sample of `other` to `self`.
     pub fn merge(&mut self, other: &Histogram) {
         crate::hdr::merge(&mut self.inner, &other.inner);

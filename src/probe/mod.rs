@@ -15,6 +15,10 @@
 //! - `scratch`: the scratch file's life cycle and stale-file cleanup.
 //! - `histogram`: latency histogram that survives a round trip through bytea.
 //! - `start_gate`: lets worker threads start the timed phase together.
+//! - `io_engine`, `ring`: psync or io_uring; one worker's ring and its
+//!   in-flight buffers.
+//! - `progress`, `precision`: throughput sampled while a probe runs, and
+//!   when a probe asked for a precision has it.
 //! - `worker`: one thread's timed loop of reads or commits.
 //! - `engine`: `ProbeSpec` and `run_probe`, which tie the above together.
 
@@ -22,7 +26,11 @@ mod buffer;
 mod engine;
 mod error;
 mod histogram;
+mod io_engine;
 mod offsets;
+mod precision;
+mod progress;
+mod ring;
 mod scratch;
 mod start_gate;
 mod sync_method;
@@ -36,6 +44,8 @@ pub use buffer::{AlignedBuf, BUFFER_ALIGN};
 pub use engine::{run_probe, ProbeResult, ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS};
 pub use error::ProbeError;
 pub use histogram::{Histogram, HistogramError};
+pub use io_engine::{IoEngine, MAX_IODEPTH};
+pub use precision::{ci95_pct, MAX_PRECISION_PCT, MIN_PRECISION_PCT};
 pub use offsets::{random_offset, worker_region, Region, SeqCursor};
 pub use scratch::{remove_own, remove_stale, ScratchFile, SCRATCH_PREFIX};
 pub use sync_method::SyncMethod;

@@ -8,17 +8,20 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::buffer::AlignedBuf;
 use super::engine::ProbeSpec;
 use super::error::ProbeError;
 use super::histogram::Histogram;
+use super::io_engine::IoEngine;
 use super::offsets::{random_offset, worker_region, SeqCursor};
+use super::progress::{Progress, Tally};
+use super::ring::{Op, Ring};
 use super::scratch::ScratchFile;
 use super::start_gate::StartGate;
 use super::sync_method::SyncMethod;
@@ -46,6 +49,8 @@ pub(crate) struct Worker<'a> {
     /// written blocks are ever identical, across workers too.
     tag: u64,
     writes: u64,
+    /// The worker's io_uring, for the io_uring engine; None for psync.
+    ring: Option<Ring>,
 }
 
 /// What a worker hands back when it stops.
@@ -78,6 +83,10 @@ impl<'a> Worker<'a> {
         let worker_seed = seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut rng = fastrand::Rng::with_seed(worker_seed);
         rng.fill(buf.as_mut_slice());
+        let ring = match spec.engine {
+            IoEngine::Psync => None,
+            IoEngine::IoUring => Some(Ring::new(spec.iodepth, spec.block_size, |b| rng.fill(b))?),
+        };
         let block_size = spec.block_size as u64;
         let pattern = if spec.workload.is_random() {
             Pattern::Random {
@@ -104,24 +113,50 @@ impl<'a> Worker<'a> {
             rng,
             pattern,
             writes: 0,
+            ring,
         })
     }
 
     /// Waits at the gate, then does ops until `stop` is raised or an op
-    /// fails (which raises `stop` for everyone).
-    pub(crate) fn run(mut self, stop: &AtomicBool, gate: &StartGate) -> WorkerDone {
-        let mut done = WorkerDone {
-            ops: 0,
-            bytes: 0,
-            histogram: Histogram::new(),
-            error: None,
+    /// fails (which raises `stop` for everyone). Progress is published for
+    /// the calling thread's samples (see `progress`).
+    pub(crate) fn run(
+        mut self,
+        stop: &AtomicBool,
+        gate: &StartGate,
+        progress: &Progress,
+        epoch: &AtomicU64,
+    ) -> WorkerDone {
+        let mut tally = Tally::new(progress, epoch);
+        gate.arrive_and_wait();
+        let error = match self.ring.take() {
+            None => self.run_psync(stop, &mut tally),
+            Some(mut ring) => self.run_queued(&mut ring, stop, &mut tally),
         };
-        let op_bytes = if self.workload.is_write() {
+        if error.is_some() {
+            stop.store(true, Ordering::SeqCst);
+        }
+        let (ops, bytes, histogram) = tally.finish();
+        WorkerDone {
+            ops,
+            bytes,
+            histogram,
+            error,
+        }
+    }
+
+    /// Bytes one op moves: a read, or a commit's writes.
+    fn op_bytes(&self) -> u64 {
+        if self.workload.is_write() {
             self.block_size * self.writes_per_sync as u64
         } else {
             self.block_size
-        };
-        gate.arrive_and_wait();
+        }
+    }
+
+    /// One synchronous op after another: what a backend reading pages does.
+    fn run_psync(&mut self, stop: &AtomicBool, tally: &mut Tally) -> Option<ProbeError> {
+        let op_bytes = self.op_bytes();
         // Relaxed is enough: the flag carries no data, and a worker that
         // sees it one op late only does one op more.
         while !stop.load(Ordering::Relaxed) {
@@ -132,18 +167,57 @@ impl<'a> Worker<'a> {
             };
             match result {
                 Ok(latency) => {
-                    done.histogram.record(latency);
-                    done.ops += 1;
-                    done.bytes = done.bytes.saturating_add(op_bytes);
+                    tally.add(latency, op_bytes);
+                    tally.publish();
                 }
-                Err(e) => {
-                    done.error = Some(e);
-                    stop.store(true, Ordering::SeqCst);
-                    break;
-                }
+                Err(e) => return Some(e),
             }
         }
-        done
+        None
+    }
+
+    /// Keeps the ring full: every completion is timed from its submission
+    /// and replaced by a new request at the next offset, until `stop` (or
+    /// an error, after which the queue is only drained). The ring is dropped
+    /// by the caller's scope, which waits for anything still in flight.
+    fn run_queued(
+        &mut self,
+        ring: &mut Ring,
+        stop: &AtomicBool,
+        tally: &mut Tally,
+    ) -> Option<ProbeError> {
+        let op = if self.workload.is_write() { Op::Write } else { Op::Read };
+        let fd = self.file.as_raw_fd();
+        let mut error = None;
+        loop {
+            if error.is_none() && !stop.load(Ordering::Relaxed) {
+                while let Some(slot) = ring.free_slot() {
+                    let offset = self.next_offset();
+                    if op == Op::Write {
+                        self.writes += 1;
+                        stamp(ring.buf_mut(slot), self.tag ^ self.writes);
+                    }
+                    ring.queue(fd, op, slot, offset);
+                }
+            } else if ring.in_flight() == 0 {
+                return error;
+            }
+            if let Err(e) = ring.submit_and_wait(None) {
+                return error.or(Some(ProbeError::io("waiting for io_uring completions", e)));
+            }
+            ring.reap(|c| match c.result {
+                Ok(()) => tally.add(c.latency, self.block_size),
+                Err(e) => {
+                    let what = if op == Op::Write { "write" } else { "read" };
+                    error.get_or_insert_with(|| self.io_error(what, c.offset, e));
+                }
+            });
+            tally.publish();
+            if error.is_some() {
+                // stop the others now; this one drains its queue first
+                stop.store(true, Ordering::SeqCst);
+            }
+        }
     }
 
     fn next_offset(&mut self) -> u64 {
@@ -206,10 +280,7 @@ impl<'a> Worker<'a> {
     /// and costs a few nanoseconds, negligible next to a write.
     fn stamp_buffer(&mut self) {
         self.writes += 1;
-        let stamp = (self.tag ^ self.writes).to_le_bytes();
-        for sector in self.buf.as_mut_slice().chunks_exact_mut(512) {
-            sector[..8].copy_from_slice(&stamp);
-        }
+        stamp(self.buf.as_mut_slice(), self.tag ^ self.writes);
     }
 
     fn io_error(&self, what: &str, offset: u64, e: io::Error) -> ProbeError {
@@ -228,6 +299,14 @@ impl<'a> Worker<'a> {
             ),
             e,
         )
+    }
+}
+
+/// Writes `value` into the first bytes of every 512-byte sector of `buf`.
+fn stamp(buf: &mut [u8], value: u64) {
+    let bytes = value.to_le_bytes();
+    for sector in buf.chunks_exact_mut(512) {
+        sector[..8].copy_from_slice(&bytes);
     }
 }
 
@@ -332,7 +411,8 @@ mod tests {
         let w = Worker::prepare(&spec, &scratch, 0, 1).unwrap();
         let gate = StartGate::new();
         gate.open();
-        let done = w.run(&AtomicBool::new(true), &gate);
+        let (progress, epoch) = (Progress::default(), AtomicU64::new(0));
+        let done = w.run(&AtomicBool::new(true), &gate, &progress, &epoch);
         assert_eq!(done.ops, 0);
         assert_eq!(done.histogram.count(), 0);
         assert!(done.error.is_none());

@@ -5,10 +5,16 @@
 use std::time::Duration;
 
 use crate::error::{invalid, Result};
-use crate::probe::{SyncMethod, Workload};
+use crate::probe::{IoEngine, SyncMethod, Workload, MAX_IODEPTH, MAX_PRECISION_PCT, MIN_PRECISION_PCT};
 
 pub const MAX_BLOCK_SIZE: i64 = 1024 * 1024;
 pub const MAX_WORKERS: i64 = 64;
+/// The buffers of every request in flight (block_size x workers x iodepth)
+/// live in the backend's memory: 1 GiB is far beyond any useful probe.
+pub const MAX_IN_FLIGHT_BYTES: i64 = 1 << 30;
+
+/// The precision (in percent) the standard suite asks of each probe.
+pub const SUITE_PRECISION_PCT: f64 = 5.0;
 
 /// Arguments as SQL passes them, before any check.
 #[derive(Debug, Clone)]
@@ -19,6 +25,9 @@ pub struct RawProbeArgs<'a> {
     pub workers: i64,
     pub file_size: i64,
     pub sync_method: Option<&'a str>,
+    pub iodepth: i64,
+    pub engine: Option<&'a str>,
+    pub precision_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +38,9 @@ pub struct ProbeArgs {
     pub workers: usize,
     pub file_size: u64,
     pub sync: SyncMethod,
+    pub iodepth: u32,
+    pub engine: IoEngine,
+    pub precision_pct: Option<f64>,
 }
 
 pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
@@ -66,6 +78,7 @@ pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
             m
         }
     };
+    let (iodepth, engine) = queue(raw, workload, sync)?;
     Ok(ProbeArgs {
         workload,
         block_size: raw.block_size as usize,
@@ -73,7 +86,73 @@ pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
         workers: raw.workers as usize,
         file_size: raw.file_size as u64,
         sync,
+        iodepth,
+        engine,
+        precision_pct: precision(raw.precision_pct)?,
     })
+}
+
+/// The queue depth and the engine that serves it (NULL: psync at depth 1,
+/// io_uring above); a commit (a sync after the writes) only runs on psync.
+fn queue(raw: &RawProbeArgs, workload: Workload, sync: SyncMethod) -> Result<(u32, IoEngine)> {
+    if !(1..=MAX_IODEPTH as i64).contains(&raw.iodepth) {
+        return Err(invalid(format!(
+            "iodepth must be between 1 and {MAX_IODEPTH}, not {}",
+            raw.iodepth
+        )));
+    }
+    let iodepth = raw.iodepth as u32;
+    let engine = match raw.engine {
+        None => IoEngine::for_depth(iodepth),
+        Some(e) => e.parse().map_err(invalid)?,
+    };
+    if engine == IoEngine::Psync && iodepth > 1 {
+        return Err(invalid(format!(
+            "engine psync has one I/O in flight per worker; iodepth {iodepth} needs engine io_uring"
+        )));
+    }
+    if engine == IoEngine::IoUring && sync != SyncMethod::None {
+        return Err(invalid(format!(
+            "engine io_uring queues plain reads and writes; {} with sync_method {} is a commit, \
+             which waits for its sync, and runs on psync at iodepth 1",
+            workload.as_str(),
+            sync.as_str()
+        )));
+    }
+    let in_flight = raw.block_size * raw.workers * raw.iodepth;
+    if in_flight > MAX_IN_FLIGHT_BYTES {
+        return Err(invalid(format!(
+            "block_size * workers * iodepth ({in_flight} bytes of buffers in flight) must be at most {MAX_IN_FLIGHT_BYTES}"
+        )));
+    }
+    Ok((iodepth, engine))
+}
+
+/// A probe's precision: NULL (a fixed duration) or a percentage in range.
+pub fn precision(pct: Option<f64>) -> Result<Option<f64>> {
+    match pct {
+        Some(p) if !(MIN_PRECISION_PCT..=MAX_PRECISION_PCT).contains(&p) => Err(invalid(format!(
+            "precision must be NULL (run for the whole duration) or between {MIN_PRECISION_PCT} and {MAX_PRECISION_PCT} percent, not {p}"
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// profile()'s queue depths: at least one, each within 1..=MAX_IODEPTH.
+pub fn iodepths(depths: &[Option<i32>]) -> Result<Vec<u32>> {
+    if depths.is_empty() {
+        return Err(invalid("iodepths must list at least one depth, e.g. '{1,8,32}'"));
+    }
+    depths
+        .iter()
+        .map(|d| match d {
+            Some(d) if (1..=MAX_IODEPTH as i32).contains(d) => Ok(*d as u32),
+            other => Err(invalid(format!(
+                "every element of iodepths must be between 1 and {MAX_IODEPTH}, not {}",
+                other.map_or("NULL".to_string(), |d| d.to_string())
+            ))),
+        })
+        .collect()
 }
 
 /// The shortest probe: below it a probe may complete no operation at all
@@ -137,6 +216,9 @@ mod tests {
             workers: 1,
             file_size: 256 << 20,
             sync_method: None,
+            iodepth: 1,
+            engine: None,
+            precision_pct: None,
         }
     }
     const MAX: Duration = Duration::from_secs(300);
@@ -222,6 +304,57 @@ mod tests {
     }
 
     #[test]
+    fn depth_picks_the_engine_and_commits_stay_on_psync() {
+        let with = |iodepth, engine, workload| {
+            check(
+                &RawProbeArgs {
+                    iodepth,
+                    engine,
+                    workload,
+                    ..raw()
+                },
+                MAX,
+            )
+        };
+        let a = with(1, None, "randread").unwrap();
+        assert_eq!((a.iodepth, a.engine), (1, IoEngine::Psync));
+        let a = with(32, None, "randwrite").unwrap();
+        assert_eq!((a.iodepth, a.engine), (32, IoEngine::IoUring));
+        let a = with(1, Some("io_uring"), "seqread").unwrap();
+        assert_eq!((a.iodepth, a.engine), (1, IoEngine::IoUring));
+        let e = |r: Result<ProbeArgs>| r.unwrap_err().message;
+        assert!(e(with(0, None, "randread")).contains("between 1 and 256"));
+        assert!(e(with(257, None, "randread")).contains("between 1 and 256"));
+        assert!(e(with(8, Some("psync"), "randread")).contains("needs engine io_uring"));
+        assert!(e(with(1, Some("aio"), "randread")).contains("psync, io_uring"));
+        assert!(e(with(1, Some("io_uring"), "wal")).contains("runs on psync"));
+        assert!(e(with(4, None, "wal")).contains("runs on psync"));
+        let big = check(
+            &RawProbeArgs {
+                block_size: 1 << 20,
+                workers: 8,
+                iodepth: 256,
+                ..raw()
+            },
+            MAX,
+        );
+        assert!(e(big).contains("buffers in flight"));
+    }
+
+    #[test]
+    fn precision_is_null_or_in_range() {
+        assert_eq!(precision(None).unwrap(), None);
+        assert_eq!(precision(Some(2.5)).unwrap(), Some(2.5));
+        for bad in [0.0, -1.0, 0.05, 50.5, f64::NAN, f64::INFINITY] {
+            assert!(precision(Some(bad)).unwrap_err().message.contains("between 0.1 and 50"), "{bad}");
+        }
+        assert_eq!(iodepths(&[Some(1), Some(32)]).unwrap(), vec![1, 32]);
+        assert!(iodepths(&[]).unwrap_err().message.contains("at least one"));
+        assert!(iodepths(&[Some(300)]).unwrap_err().message.contains("between 1 and 256"));
+        assert!(iodepths(&[None]).unwrap_err().message.contains("NULL"));
+    }
+
+    #[test]
     fn explicit_sync_for_writes_is_kept() {
         let a = check(
             &RawProbeArgs {
@@ -301,38 +434,74 @@ pub struct SuiteItem {
     /// The WAL item writes through the page cache and flushes with fdatasync,
     /// as PostgreSQL's WAL does by default on Linux.
     pub direct: bool,
+    /// Requests in flight per worker: 1 (psync) for all but the queued
+    /// randread, which shows what the volume serves with a queue.
+    pub iodepth: u32,
 }
 
-pub const SUITE: [SuiteItem; 5] = [
+impl SuiteItem {
+    pub fn engine(&self) -> IoEngine {
+        IoEngine::for_depth(self.iodepth)
+    }
+
+    /// Whether the item can run at another queue depth: plain reads and
+    /// writes can, a commit (a sync after the write) cannot.
+    pub fn queueable(&self) -> bool {
+        self.sync == SyncMethod::None
+    }
+
+    /// The item at `iodepth`.
+    pub fn at_depth(self, iodepth: u32) -> SuiteItem {
+        SuiteItem { iodepth, ..self }
+    }
+}
+
+/// The depth of the standard suite's queued randread: fio's usual figure
+/// for a device's random-read ceiling.
+pub const SUITE_QUEUED_DEPTH: u32 = 32;
+
+pub const SUITE: [SuiteItem; 6] = [
     SuiteItem {
         workload: Workload::Randread,
         block_size: 8192,
         sync: SyncMethod::None,
         direct: true,
+        iodepth: 1,
     },
     SuiteItem {
         workload: Workload::Randwrite,
         block_size: 8192,
         sync: SyncMethod::None,
         direct: true,
+        iodepth: 1,
     },
     SuiteItem {
         workload: Workload::Wal,
         block_size: 8192,
         sync: SyncMethod::Fdatasync,
         direct: false,
+        iodepth: 1,
     },
     SuiteItem {
         workload: Workload::Seqwrite,
         block_size: 131072,
         sync: SyncMethod::None,
         direct: true,
+        iodepth: 1,
     },
     SuiteItem {
         workload: Workload::Seqread,
         block_size: 131072,
         sync: SyncMethod::None,
         direct: true,
+        iodepth: 1,
+    },
+    SuiteItem {
+        workload: Workload::Randread,
+        block_size: 8192,
+        sync: SyncMethod::None,
+        direct: true,
+        iodepth: SUITE_QUEUED_DEPTH,
     },
 ];
 
@@ -413,8 +582,17 @@ mod suite_tests {
     }
 
     #[test]
-    fn suite_covers_every_workload_once() {
-        let mut names: Vec<_> = SUITE.iter().map(|s| s.workload.as_str()).collect();
+    fn suite_covers_every_workload_once_and_randread_queued() {
+        let queued: Vec<_> = SUITE.iter().filter(|s| s.iodepth > 1).collect();
+        assert_eq!(queued.len(), 1);
+        assert_eq!(queued[0].workload, Workload::Randread);
+        assert_eq!(queued[0].engine(), IoEngine::IoUring);
+        assert!(SUITE.iter().all(|s| s.iodepth == 1 || s.queueable()));
+        let mut names: Vec<_> = SUITE
+            .iter()
+            .filter(|s| s.iodepth == 1)
+            .map(|s| s.workload.as_str())
+            .collect();
         names.sort();
         assert_eq!(
             names,
