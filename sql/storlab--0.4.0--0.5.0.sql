@@ -33,7 +33,7 @@ CREATE FUNCTION storlab."probe"(
 	"label" TEXT DEFAULT NULL, /* Option < String > */
 	"iodepth" INT DEFAULT 1, /* Option < i32 > */
 	"engine" TEXT DEFAULT NULL, /* Option < String > */
-	"precision" real DEFAULT NULL /* Option < f32 > */
+	"precision_pct" real DEFAULT NULL /* Option < f32 > */
 ) RETURNS storlab.probes /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
 > */
 VOLATILE PARALLEL UNSAFE
@@ -46,7 +46,7 @@ CREATE FUNCTION storlab."profile"(
 	"duration" interval DEFAULT '3 seconds', /* Option < Interval > */
 	"workers" INT[] DEFAULT '{1}', /* :: std :: option :: Option < Vec < Option < i32 > > > */
 	"iodepths" INT[] DEFAULT '{1}', /* :: std :: option :: Option < Vec < Option < i32 > > > */
-	"precision" real DEFAULT 5 /* Option < f32 > */
+	"precision_pct" real DEFAULT 5 /* Option < f32 > */
 ) RETURNS SETOF storlab.probes /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
 > */
 VOLATILE PARALLEL UNSAFE
@@ -57,7 +57,7 @@ AS 'MODULE_PATHNAME', 'profile_wrapper';
 CREATE FUNCTION storlab."compare_tablespaces"(
 	"max_age" interval DEFAULT '1 day', /* Option < Interval > */
 	"duration" interval DEFAULT '2 seconds', /* Option < Interval > */
-	"precision" real DEFAULT 5 /* Option < f32 > */
+	"precision_pct" real DEFAULT 5 /* Option < f32 > */
 ) RETURNS TABLE (
 	"tablespace" name,  /* Name */
 	"fs_type" TEXT,  /* Option < String > */

@@ -135,9 +135,9 @@ mod tests {
     fn packed_sqlstates_unpack_as_postgresql_spells_them() {
         // MAKE_SQLSTATE('5','5','P','0','3'), as errcodes.h defines ERRCODE_LOCK_NOT_AVAILABLE
         let pack = |s: &str| {
-            s.bytes()
-                .enumerate()
-                .fold(0i32, |acc, (i, c)| acc | (((c - b'0') as i32 & 0x3F) << (6 * i)))
+            s.bytes().enumerate().fold(0i32, |acc, (i, c)| {
+                acc | (((c - b'0') as i32 & 0x3F) << (6 * i))
+            })
         };
         for code in ["55P03", "42501", "22023", "XX000", "57014", "40001"] {
             assert_eq!(unpack_sqlstate(pack(code)), code);

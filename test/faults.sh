@@ -16,6 +16,9 @@
 #      each index is moved and recorded or unmoved and unrecorded;
 #   4. pg_ctl stop -m fast and -m immediate mid-benchmark: after the start,
 #      the job has ended, left nothing behind, and pgbench's tables are whole;
+#   3a. io_uring switched off (kernel.io_uring_disabled = 2, as root): a
+#      queued probe fails with 0A000, psync probes still work, and the
+#      suite's queued randread runs as 32 psync workers with a NOTICE;
 #   5. statement_timeout stops tablespaces() in the middle of a walk over
 #      300 000 files;
 #   6. at the end DROP TABLESPACE succeeds on every lab tablespace: no file
@@ -79,7 +82,7 @@ unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
 
-echo "1..31"
+echo "1..34"
 
 # 1. DROP EXTENSION mid-job
 sql -d postgres -c "CREATE DATABASE faults_drop" >/dev/null
@@ -135,6 +138,27 @@ wait 2>/dev/null
 restart_settled
 is "$(sql -d "$DB" -c "SELECT count(*) FROM storlab.probes")" "$before" "SIGKILL mid-probe: no probe row"
 is "$(debris)" 0 "and no scratch file"
+
+# 3a. io_uring switched off for the whole machine, for a moment
+uring_sysctl=/proc/sys/kernel/io_uring_disabled
+if [[ -w $uring_sysctl ]]; then
+  uring_was=$(cat "$uring_sysctl")
+  trap 'echo "$uring_was" >"$uring_sysctl"; scripts/lab stop >/dev/null 2>&1' EXIT
+  echo 2 >"$uring_sysctl"
+  is "$(sql -d "$DB" -c "SELECT storlab.probe('lab_ram', iodepth => 32, duration => '100 ms')" 2>&1 | grep -o 'ERROR:  engine io_uring cannot run on lab_ram')" \
+    "ERROR:  engine io_uring cannot run on lab_ram" "io_uring switched off: a queued probe fails, saying so"
+  is "$(sql -d "$DB" -c "\set VERBOSITY verbose" -c "SELECT storlab.probe('lab_ram', iodepth => 32, duration => '100 ms')" 2>&1 | grep -o '0A000')" \
+    0A000 "with SQLSTATE 0A000"
+  is "$(sql -d "$DB" -c "SET storlab.suite_file_size = '8MB'" -c "SELECT string_agg(format('%s/%s/%s/%s', workload, workers, iodepth, engine), ' ' ORDER BY id) FROM storlab.profile('lab_ram', '100 ms') WHERE iodepth > 1 OR workers > 1" 2>&1 | tr '\n' ' ')" \
+    "NOTICE:  storlab: randread on lab_ram: io_uring is not available to this server: io_uring_setup failed: Operation not permitted (os error 1) (kernel.io_uring_disabled = 2); it runs as 32 psync workers instead randread/32/1/psync " \
+    "and the suite's queued randread runs as 32 psync workers, with a NOTICE"
+  echo "$uring_was" >"$uring_sysctl"
+  trap 'scripts/lab stop >/dev/null 2>&1' EXIT
+else
+  for what in "a queued probe fails" "with 0A000" "the suite falls back to psync"; do
+    echo "ok $((n += 1)) # SKIP io_uring cannot be switched off without root: $what"
+  done
+fi
 
 # 3b. SIGKILL of a backend mid-move: the move is one transaction, so after
 # the restart the table is whole where it was and no move is recorded, or

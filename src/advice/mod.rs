@@ -63,7 +63,8 @@ pub fn costs(rand_mean_us: f64, seq_us: f64, unit_seq_us: f64, miss: f64) -> Opt
         return None;
     }
     let seq_page_cost = rounded(seq_us / unit_seq_us);
-    let random_page_cost = rounded((rand_mean_us / unit_seq_us * miss).max(seq_us / unit_seq_us)).max(seq_page_cost);
+    let random_page_cost =
+        rounded((rand_mean_us / unit_seq_us * miss).max(seq_us / unit_seq_us)).max(seq_page_cost);
     Some(Costs {
         seq_page_cost,
         random_page_cost,
@@ -75,14 +76,21 @@ pub fn costs(rand_mean_us: f64, seq_us: f64, unit_seq_us: f64, miss: f64) -> Opt
 /// reach four fifths of the highest IOPS measured, a rule one noisy step
 /// does not derail. None without the one-reader point and another.
 pub fn effective_io_concurrency(iops_by_readers: &[(i32, f64)]) -> Option<i32> {
-    let mut points: Vec<(i32, f64)> = iops_by_readers.iter().copied().filter(|p| p.0 > 0 && p.1 > 0.0).collect();
+    let mut points: Vec<(i32, f64)> = iops_by_readers
+        .iter()
+        .copied()
+        .filter(|p| p.0 > 0 && p.1 > 0.0)
+        .collect();
     points.sort_by_key(|p| p.0);
     points.dedup_by_key(|p| p.0);
     if points.len() < 2 || points[0].0 != 1 {
         return None;
     }
     let top = points.iter().map(|p| p.1).fold(0.0, f64::max);
-    points.iter().find(|p| p.1 >= 0.8 * top).map(|p| p.0.min(1000))
+    points
+        .iter()
+        .find(|p| p.1 >= 0.8 * top)
+        .map(|p| p.0.min(1000))
 }
 
 /// Is moving worth saying: the other volume lower by more than 10 %?
@@ -109,14 +117,32 @@ mod tests {
         //   random_page_cost = max(1.25, 100 / 9.765625 x 0.1 = 1.024) = 1.25
         let unit = seq_page_us(800.0).unwrap();
         let c = costs(100.0, seq_page_us(640.0).unwrap(), unit, 0.1).unwrap();
-        assert_eq!(c, Costs { seq_page_cost: 1.25, random_page_cost: 1.25 });
+        assert_eq!(
+            c,
+            Costs {
+                seq_page_cost: 1.25,
+                random_page_cost: 1.25
+            }
+        );
         // a spinning disk: 8 ms random, 200 MiB/s; half the reads miss:
         //   seq = 39.0625 / 9.765625 = 4.0, random = 8000 / 9.765625 x 0.5 = 409.6
         let c = costs(8000.0, seq_page_us(200.0).unwrap(), unit, 0.5).unwrap();
-        assert_eq!(c, Costs { seq_page_cost: 4.0, random_page_cost: 409.6 });
+        assert_eq!(
+            c,
+            Costs {
+                seq_page_cost: 4.0,
+                random_page_cost: 409.6
+            }
+        );
         // PostgreSQL's own model: random 40x sequential, 10 % missing -> 4
         let c = costs(40.0 * unit, unit, unit, DEFAULT_MISS).unwrap();
-        assert_eq!(c, Costs { seq_page_cost: 1.0, random_page_cost: 4.0 });
+        assert_eq!(
+            c,
+            Costs {
+                seq_page_cost: 1.0,
+                random_page_cost: 4.0
+            }
+        );
         assert_eq!(costs(0.0, 1.0, 1.0, 0.1), None);
     }
 
@@ -129,12 +155,25 @@ mod tests {
     #[test]
     fn io_concurrency_is_where_four_fifths_of_the_top_is_reached() {
         // a RAID or SSD: 1 -> 2 -> 4 grow, 8 barely
-        assert_eq!(effective_io_concurrency(&[(1, 10_000.0), (2, 19_000.0), (4, 30_000.0), (8, 31_000.0)]), Some(4));
+        assert_eq!(
+            effective_io_concurrency(&[(1, 10_000.0), (2, 19_000.0), (4, 30_000.0), (8, 31_000.0)]),
+            Some(4)
+        );
         // one disk head: nothing to gain
-        assert_eq!(effective_io_concurrency(&[(1, 200.0), (2, 210.0), (4, 215.0)]), Some(1));
+        assert_eq!(
+            effective_io_concurrency(&[(1, 200.0), (2, 210.0), (4, 215.0)]),
+            Some(1)
+        );
         // a noisy step (2 -> 4 +16 %) does not hide the gain at 8
-        assert_eq!(effective_io_concurrency(&[(1, 14_451.0), (2, 29_605.0), (4, 34_253.0), (8, 47_237.0)]), Some(8));
-        assert_eq!(effective_io_concurrency(&[(2, 1.0), (4, 2.0)]), None, "needs the one-reader point");
+        assert_eq!(
+            effective_io_concurrency(&[(1, 14_451.0), (2, 29_605.0), (4, 34_253.0), (8, 47_237.0)]),
+            Some(8)
+        );
+        assert_eq!(
+            effective_io_concurrency(&[(2, 1.0), (4, 2.0)]),
+            None,
+            "needs the one-reader point"
+        );
         assert_eq!(effective_io_concurrency(&[(1, 1.0)]), None);
     }
 

@@ -16,7 +16,14 @@ use crate::ops::suite::NEWEST_SUITE_PROBES;
 use crate::pgbench::scripts::quote_ident;
 use crate::report::stats;
 
-type Row = (String, Option<String>, String, Option<String>, Option<String>, JsonB);
+type Row = (
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    JsonB,
+);
 
 #[pg_extern(stable)]
 #[search_path(pg_catalog, pg_temp)]
@@ -41,12 +48,33 @@ fn recommend() -> TableIterator<
     TableIterator::new(rows)
 }
 
-fn row(topic: &str, target: Option<&str>, advice: String, statement: Option<String>, gain: Option<String>, evidence: Value) -> Row {
-    (topic.to_string(), target.map(str::to_string), advice, statement, gain, JsonB(evidence))
+fn row(
+    topic: &str,
+    target: Option<&str>,
+    advice: String,
+    statement: Option<String>,
+    gain: Option<String>,
+    evidence: Value,
+) -> Row {
+    (
+        topic.to_string(),
+        target.map(str::to_string),
+        advice,
+        statement,
+        gain,
+        JsonB(evidence),
+    )
 }
 
 fn measure_first(topic: &str, what: &str, call: &str) -> Row {
-    row(topic, None, format!("nothing measured yet: {what}; measure first"), Some(call.to_string()), None, json!({}))
+    row(
+        topic,
+        None,
+        format!("nothing measured yet: {what}; measure first"),
+        Some(call.to_string()),
+        None,
+        json!({}),
+    )
 }
 
 fn quote_literal(s: &str) -> String {
@@ -124,7 +152,11 @@ fn newest_figures() -> BTreeMap<String, Figures> {
 }
 
 fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
-    let seq = |f: &Figures| f.workloads.get("seqread").and_then(|p| advice::seq_page_us(p.mib_s));
+    let seq = |f: &Figures| {
+        f.workloads
+            .get("seqread")
+            .and_then(|p| advice::seq_page_us(p.mib_s))
+    };
     let Some(unit) = figures.get("pg_default").and_then(seq) else {
         return vec![measure_first(
             "costs",
@@ -139,7 +171,10 @@ fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
     .or_raise();
     let (miss, measured) = advice::miss_ratio(blks_read.unwrap_or(0), blks_hit.unwrap_or(0));
     let miss_said = if measured {
-        format!("{:.1} % of this database's block reads miss shared buffers (pg_stat_database)", miss * 100.0)
+        format!(
+            "{:.1} % of this database's block reads miss shared buffers (pg_stat_database)",
+            miss * 100.0
+        )
     } else {
         format!("PostgreSQL's own assumption that {:.0} % of random reads miss every cache (this database has read too little to tell)", miss * 100.0)
     };
@@ -148,12 +183,17 @@ fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
         let (Some(rand), Some(seq_us)) = (f.workloads.get("randread"), seq(f)) else {
             continue;
         };
-        let Some(Costs { seq_page_cost, random_page_cost }) = advice::costs(rand.mean_us, seq_us, unit, miss) else {
+        let Some(Costs {
+            seq_page_cost,
+            random_page_cost,
+        }) = advice::costs(rand.mean_us, seq_us, unit, miss)
+        else {
             continue;
         };
         let readers: Vec<(i32, f64)> = f.scaling.iter().map(|s| (s.0, s.1)).collect();
         let eic = advice::effective_io_concurrency(&readers);
-        let mut set = format!("random_page_cost = {random_page_cost}, seq_page_cost = {seq_page_cost}");
+        let mut set =
+            format!("random_page_cost = {random_page_cost}, seq_page_cost = {seq_page_cost}");
         let mut said = format!(
             "plans priced by this storage's measured costs: 8 kB random reads take {:.1} us on average, a sequential page {:.2} us (pg_default's: {:.2} us); with {miss_said}, a random page costs {random_page_cost} and a sequential one {seq_page_cost} of pg_default's sequential page",
             rand.mean_us, seq_us, unit
@@ -185,16 +225,27 @@ fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
         ));
     }
     if rows.is_empty() {
-        rows.push(measure_first("costs", "random and sequential reads of any tablespace", "SELECT * FROM storlab.compare_tablespaces()"));
+        rows.push(measure_first(
+            "costs",
+            "random and sequential reads of any tablespace",
+            "SELECT * FROM storlab.compare_tablespaces()",
+        ));
     }
     rows
 }
 
 fn wal(figures: &BTreeMap<String, Figures>) -> Row {
     let Some(now) = figures.get("pg_wal").and_then(|f| f.workloads.get("wal")) else {
-        return measure_first("wal", "pg_wal's commit latency", "SELECT * FROM storlab.compare_tablespaces()");
+        return measure_first(
+            "wal",
+            "pg_wal's commit latency",
+            "SELECT * FROM storlab.compare_tablespaces()",
+        );
     };
-    let here = figures["pg_wal"].mount.clone().unwrap_or_else(|| "its volume".into());
+    let here = figures["pg_wal"]
+        .mount
+        .clone()
+        .unwrap_or_else(|| "its volume".into());
     let best = figures
         .iter()
         .filter(|(ts, f)| *ts != "pg_wal" && !f.volatile)
@@ -316,10 +367,20 @@ fn placement(what: &str, figures: &BTreeMap<String, Figures>, experiments: &[Exp
         .filter(|(_, c)| c.significant == Some(true) && c.improvement_pct.is_some_and(|i| i > 0.0))
         .filter_map(|(e, c)| {
             let base = e.layouts.first()?.1.get(what).and_then(Value::as_str);
-            let mine = e.layouts.iter().find(|l| l.0 == c.layout)?.1.get(what)?.as_str()?;
+            let mine = e
+                .layouts
+                .iter()
+                .find(|l| l.0 == c.layout)?
+                .1
+                .get(what)?
+                .as_str()?;
             (Some(mine) != base).then_some((e, c, mine))
         })
-        .max_by(|a, b| a.1.improvement_pct.unwrap_or(0.0).total_cmp(&b.1.improvement_pct.unwrap_or(0.0)));
+        .max_by(|a, b| {
+            a.1.improvement_pct
+                .unwrap_or(0.0)
+                .total_cmp(&b.1.improvement_pct.unwrap_or(0.0))
+        });
     if let Some((e, c, ts)) = won {
         let gain = format!(
             "TPS {:+.1} % (Welch p = {:.4}) at {} clients, fillfactor {}, in experiment {} \"{}\"",
@@ -342,10 +403,18 @@ fn placement(what: &str, figures: &BTreeMap<String, Figures>, experiments: &[Exp
     }
     // probes: indexes want fast random reads and must survive a reboot;
     // temp files want sequential throughput and may live on RAM
-    let candidates = figures.iter().filter(|(ts, f)| *ts != "pg_wal" && (what == "temp" || !f.volatile));
+    let candidates = figures
+        .iter()
+        .filter(|(ts, f)| *ts != "pg_wal" && (what == "temp" || !f.volatile));
     let best = if what == "indexes" {
         candidates
-            .filter_map(|(ts, f)| Some((ts, f.workloads.get("randread")?.p99_us, vec![f.workloads["randread"].id])))
+            .filter_map(|(ts, f)| {
+                Some((
+                    ts,
+                    f.workloads.get("randread")?.p99_us,
+                    vec![f.workloads["randread"].id],
+                ))
+            })
             .min_by(|a, b| a.1.total_cmp(&b.1))
     } else {
         candidates
@@ -356,7 +425,11 @@ fn placement(what: &str, figures: &BTreeMap<String, Figures>, experiments: &[Exp
             .min_by(|a, b| a.1.total_cmp(&b.1))
     };
     let Some((ts, figure, ids)) = best else {
-        return measure_first(what, "the tablespaces' random and sequential I/O", "SELECT * FROM storlab.compare_tablespaces()");
+        return measure_first(
+            what,
+            "the tablespaces' random and sequential I/O",
+            "SELECT * FROM storlab.compare_tablespaces()",
+        );
     };
     let (said, evidence) = if what == "indexes" {
         (
@@ -364,24 +437,42 @@ fn placement(what: &str, figures: &BTreeMap<String, Figures>, experiments: &[Exp
             json!({"probes": ids, "randread_p99_us": figure}),
         )
     } else {
-        let volatile = if figures[ts].volatile { " It is RAM: size it for the largest sort or hash that spills." } else { "" };
+        let volatile = if figures[ts].volatile {
+            " It is RAM: size it for the largest sort or hash that spills."
+        } else {
+            ""
+        };
         (
             format!("temp files on {ts}: the highest sequential read + write throughput ({:.0} MiB/s); evidence: probes only, no experiment placed temp files differently and won.{volatile}", -figure),
             json!({"probes": ids, "seq_read_plus_write_mib_s": -figure}),
         )
     };
-    row(what, Some(ts), said, Some(placement_statement(what, ts)), None, evidence)
+    row(
+        what,
+        Some(ts),
+        said,
+        Some(placement_statement(what, ts)),
+        None,
+        evidence,
+    )
 }
 
 fn placement_statement(what: &str, ts: &str) -> String {
     if what == "indexes" {
-        format!("SELECT * FROM storlab.apply_layout(NULL, {}, 'public')", quote_literal(ts))
+        format!(
+            "SELECT * FROM storlab.apply_layout(NULL, {}, 'public')",
+            quote_literal(ts)
+        )
     } else {
-        let db = Spi::get_one::<String>("SELECT pg_catalog.quote_ident(pg_catalog.current_database())")
-            .map_err(spi("reading the database's name"))
-            .or_raise()
-            .unwrap_or_default();
-        format!("ALTER DATABASE {db} SET temp_tablespaces = {}", quote_literal(ts))
+        let db =
+            Spi::get_one::<String>("SELECT pg_catalog.quote_ident(pg_catalog.current_database())")
+                .map_err(spi("reading the database's name"))
+                .or_raise()
+                .unwrap_or_default();
+        format!(
+            "ALTER DATABASE {db} SET temp_tablespaces = {}",
+            quote_literal(ts)
+        )
     }
 }
 
@@ -407,23 +498,43 @@ fn fillfactor(experiments: &[Experiment]) -> Row {
     }
     let mut best: Option<(f64, Value, String)> = None;
     for e in &compared {
-        let Some((base, _)) = e.layouts.first() else { continue };
+        let Some((base, _)) = e.layouts.first() else {
+            continue;
+        };
         let top = e.cells.iter().map(|c| c.fillfactor).max().unwrap_or(100);
-        for c in e.cells.iter().filter(|c| c.layout == *base && c.fillfactor != top) {
-            let (a, b) = (run_tps(e.id, base, c.fillfactor, c.clients), run_tps(e.id, base, top, c.clients));
-            let (Some(w), Some(sa), Some(sb)) = (stats::welch(&a, &b), stats::summarize(&a), stats::summarize(&b)) else {
+        for c in e
+            .cells
+            .iter()
+            .filter(|c| c.layout == *base && c.fillfactor != top)
+        {
+            let (a, b) = (
+                run_tps(e.id, base, c.fillfactor, c.clients),
+                run_tps(e.id, base, top, c.clients),
+            );
+            let (Some(w), Some(sa), Some(sb)) = (
+                stats::welch(&a, &b),
+                stats::summarize(&a),
+                stats::summarize(&b),
+            ) else {
                 continue;
             };
             let (ma, mb) = (sa.mean, sb.mean);
             if !(w.p_value < 0.05 && ma > mb) {
                 continue;
             }
-            let Some(gain) = stats::improvement_pct(mb, ma) else { continue };
+            let Some(gain) = stats::improvement_pct(mb, ma) else {
+                continue;
+            };
             if best.as_ref().is_some_and(|b| b.0 >= gain) {
                 continue;
             }
-            let top_cell = e.cells.iter().find(|x| x.layout == *base && x.fillfactor == top && x.clients == c.clients);
-            let space = |f: fn(&Cell) -> Option<i64>| stats::improvement_pct(f(top_cell?)? as f64, f(c)? as f64);
+            let top_cell = e
+                .cells
+                .iter()
+                .find(|x| x.layout == *base && x.fillfactor == top && x.clients == c.clients);
+            let space = |f: fn(&Cell) -> Option<i64>| {
+                stats::improvement_pct(f(top_cell?)? as f64, f(c)? as f64)
+            };
             let (logical, stored) = (space(|x| x.logical_bytes), space(|x| x.stored_bytes));
             best = Some((
                 gain,
@@ -481,7 +592,12 @@ fn run_tps(experiment: i64, layout: &str, fillfactor: i32, clients: i32) -> Vec<
         "SELECT coalesce(array_agg(tps ORDER BY id), '{}') FROM storlab.bench_runs
           WHERE experiment_id = $1 AND experiment_layout = $2 AND fillfactor = $3 AND clients = $4
             AND NOT warmup AND tps IS NOT NULL",
-        &[experiment.into(), layout.into(), fillfactor.into(), clients.into()],
+        &[
+            experiment.into(),
+            layout.into(),
+            fillfactor.into(),
+            clients.into(),
+        ],
     )
     .map_err(spi("reading an experiment's runs"))
     .or_raise()

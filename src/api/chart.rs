@@ -19,8 +19,8 @@ const KINDS: [(&str, bool); 5] = [
 
 /// Percentiles a probe's plot is drawn through: dense in the tail.
 const PERCENTILES: [f64; 18] = [
-    50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 97.0, 98.0, 99.0, 99.5, 99.7, 99.9, 99.95, 99.97, 99.99, 99.995,
-    99.997, 99.999,
+    50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 97.0, 98.0, 99.0, 99.5, 99.7, 99.9, 99.95, 99.97, 99.99,
+    99.995, 99.997, 99.999,
 ];
 
 #[pg_extern(stable, parallel_safe)]
@@ -33,26 +33,40 @@ fn chart_svg(
     let kind = required(kind, "kind");
     let Some(&(kind, takes_id)) = KINDS.iter().find(|(k, _)| *k == kind) else {
         let known: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
-        invalid(format!("unknown chart kind \"{kind}\"")).with_hint(format!("Kinds: {}.", known.join(", "))).raise()
+        invalid(format!("unknown chart kind \"{kind}\""))
+            .with_hint(format!("Kinds: {}.", known.join(", ")))
+            .raise()
     };
     let id = match (takes_id, id) {
         (true, None) => required(None, &format!("id (the {kind}'s id)")),
-        (false, Some(_)) => invalid(format!("a {kind} chart takes no id: it draws the newest standard-suite probes")).raise(),
+        (false, Some(_)) => invalid(format!(
+            "a {kind} chart takes no id: it draws the newest standard-suite probes"
+        ))
+        .raise(),
         (_, id) => id.unwrap_or(0),
     };
     let drawn = match kind {
         "experiment" => experiment(id, title),
         "run" => run(id, title),
         "probe" => probe(id, title),
-        "profile" => chart::profile(title.as_deref().unwrap_or("IOPS by workers (newest standard-suite probes)"), &profile_series()),
+        "profile" => chart::profile(
+            title
+                .as_deref()
+                .unwrap_or("IOPS by workers (newest standard-suite probes)"),
+            &profile_series(),
+        ),
         _ => chart::tablespaces(
-            title.as_deref().unwrap_or("Tablespaces compared (newest standard-suite probes, 1 worker)"),
+            title
+                .as_deref()
+                .unwrap_or("Tablespaces compared (newest standard-suite probes, 1 worker)"),
             &tablespace_figures(),
         ),
     };
     // stored rows that hold nothing to draw (a run without progress, no
     // suite yet): an error, not an empty picture
-    drawn.map_err(|e| Error::new(SqlState::ObjectNotInPrerequisiteState, e.0)).or_raise()
+    drawn
+        .map_err(|e| Error::new(SqlState::ObjectNotInPrerequisiteState, e.0))
+        .or_raise()
 }
 
 /// The one text `query` finds for the stored row `id` (its name, a title),
@@ -65,11 +79,19 @@ fn stored_text(what: &str, id: i64, query: &str) -> String {
 }
 
 fn not_found(what: &str, id: i64) -> ! {
-    Error::new(SqlState::UndefinedObject, format!("there is no {what} with id {id}")).raise()
+    Error::new(
+        SqlState::UndefinedObject,
+        format!("there is no {what} with id {id}"),
+    )
+    .raise()
 }
 
 fn experiment(id: i64, title: Option<String>) -> chart::Result<String> {
-    let name = stored_text("experiment", id, "SELECT (SELECT name FROM storlab.experiments WHERE id = $1)");
+    let name = stored_text(
+        "experiment",
+        id,
+        "SELECT (SELECT name FROM storlab.experiments WHERE id = $1)",
+    );
     let bars = Spi::connect(|c| {
         c.select(
             "SELECT layout, fillfactor, clients, tps_mean, tps_ci95_low, tps_ci95_high, improvement_pct, significant
@@ -93,7 +115,8 @@ fn experiment(id: i64, title: Option<String>) -> chart::Result<String> {
     })
     .map_err(spi("reading the experiment's report"))
     .or_raise();
-    let title = title.unwrap_or_else(|| format!("Experiment {id}: {name} (TPS, 95 % confidence intervals)"));
+    let title = title
+        .unwrap_or_else(|| format!("Experiment {id}: {name} (TPS, 95 % confidence intervals)"));
     chart::experiment(&title, &bars)
 }
 
@@ -134,7 +157,9 @@ fn probe(id: i64, title: Option<String>) -> chart::Result<String> {
     )
     .map_err(spi("reading the probe"))
     .or_raise();
-    let (Some(what), Some(workload)) = (what, workload) else { not_found("probe", id) };
+    let (Some(what), Some(workload)) = (what, workload) else {
+        not_found("probe", id)
+    };
     let points = Spi::connect(|c| {
         c.select(
             "SELECT percentile, lat_us FROM storlab.probe_latency(ARRAY[$1], $2) WHERE lat_us IS NOT NULL",
@@ -146,7 +171,13 @@ fn probe(id: i64, title: Option<String>) -> chart::Result<String> {
     })
     .map_err(spi("reading the probe's histogram"))
     .or_raise();
-    chart::percentiles(&title.unwrap_or(what), &[Series { label: workload, points }])
+    chart::percentiles(
+        &title.unwrap_or(what),
+        &[Series {
+            label: workload,
+            points,
+        }],
+    )
 }
 
 /// The newest standard-suite IOPS per (tablespace, workload, workers), as a

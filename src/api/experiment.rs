@@ -88,7 +88,6 @@ struct Sizes {
     stored: Option<i64>,
 }
 
-
 /// One row per (layout, fillfactor, clients) of an experiment, its
 /// measured runs only (warm-ups excluded): TPS mean, standard deviation and
 /// Student t 95 % interval; p95 and p99 latency of all its transactions
@@ -153,9 +152,11 @@ fn experiment_report(
         .map(|(cell, s)| {
             let key = (cell.layout.clone(), cell.fillfactor, cell.clients);
             let r = runs.get(&key);
-            let latency = r
-                .filter(|r| !r.histograms.is_empty())
-                .map(|r| run_percentiles(&r.histograms, &[95.0, 99.0]).or_raise().values);
+            let latency = r.filter(|r| !r.histograms.is_empty()).map(|r| {
+                run_percentiles(&r.histograms, &[95.0, 99.0])
+                    .or_raise()
+                    .values
+            });
             let lat = |i: usize| latency.as_ref().map(|v| v[i]).filter(|v| !v.is_nan());
             let wal = r
                 .filter(|r| r.transactions > 0)
@@ -205,7 +206,9 @@ fn experiment_of(id: i64) -> Experiment {
         Ok(JobSpec::Experiment(e)) => e,
         _ => Error::new(
             SqlState::Internal,
-            format!("storlab: the stored arguments of experiment {id} do not describe an experiment"),
+            format!(
+                "storlab: the stored arguments of experiment {id} do not describe an experiment"
+            ),
         )
         .raise(),
     }

@@ -29,7 +29,7 @@ fn probe(
     label: default!(Option<String>, "NULL"),
     iodepth: default!(Option<i32>, 1),
     engine: default!(Option<String>, "NULL"),
-    precision: default!(Option<f32>, "NULL"),
+    precision_pct: default!(Option<f32>, "NULL"),
 ) -> pgrx::composite_type!('static, "probes") {
     let tablespace = required(tablespace, "tablespace");
     let workload = required(workload, "workload");
@@ -42,7 +42,7 @@ fn probe(
         sync_method: sync_method.as_deref(),
         iodepth: required(iodepth, "iodepth") as i64,
         engine: engine.as_deref(),
-        precision_pct: precision.map(f64::from),
+        precision_pct: precision_pct.map(f64::from),
     };
     let args = request::check(&raw, max_probe_duration()).or_raise();
     let target = resolve(tablespace.as_str()).or_raise();

@@ -69,11 +69,11 @@ fn profile(
     duration: default!(Option<Interval>, "'3 seconds'"),
     workers: default!(Option<Vec<Option<i32>>>, "'{1}'"),
     iodepths: default!(Option<Vec<Option<i32>>>, "'{1}'"),
-    precision: default!(Option<f32>, 5),
+    precision_pct: default!(Option<f32>, 5),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
     let run = SuiteRun {
         duration: duration_of(&required(duration, "duration")),
-        precision_pct: precision_of(precision),
+        precision_pct: precision_of(precision_pct),
         label: "profile",
     };
     let workers = worker_counts(&required(workers, "workers")).or_raise();
@@ -82,7 +82,9 @@ fn profile(
         Some(name) => vec![resolve(name.as_str()).or_raise()],
         None => all_targets(),
     };
-    SetOfIterator::new(fetch_rows(&suite::profile(&targets, &workers, &depths, run)))
+    SetOfIterator::new(fetch_rows(&suite::profile(
+        &targets, &workers, &depths, run,
+    )))
 }
 
 fn precision_of(p: Option<f32>) -> Option<f64> {
@@ -98,7 +100,7 @@ fn precision_of(p: Option<f32>) -> Option<f64> {
 fn compare_tablespaces(
     max_age: default!(Option<Interval>, "'1 day'"),
     duration: default!(Option<Interval>, "'2 seconds'"),
-    precision: default!(Option<f32>, 5),
+    precision_pct: default!(Option<f32>, 5),
 ) -> TableIterator<
     'static,
     (
@@ -127,7 +129,7 @@ fn compare_tablespaces(
     }
     let run = SuiteRun {
         duration: duration_of(&required(duration, "duration")),
-        precision_pct: precision_of(precision),
+        precision_pct: precision_of(precision_pct),
         label: "compare_tablespaces",
     };
     let rows: Vec<_> = suite::compare(max_age, run)

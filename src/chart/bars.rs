@@ -4,7 +4,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::style::{above, caption_font, colour, frame, headroom, label_font, legend, small_font, svg};
+use super::style::{
+    above, caption_font, colour, frame, headroom, label_font, legend, small_font, svg,
+};
 use super::{ChartError, Result};
 
 /// One cell of an experiment's report.
@@ -40,7 +42,9 @@ pub fn bar_note(b: &ExperimentBar, is_baseline: bool) -> String {
 pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
     let bars: Vec<&ExperimentBar> = bars.iter().filter(|b| b.tps_mean.is_some()).collect();
     if bars.is_empty() {
-        return Err(ChartError("the experiment has no measured runs to chart yet".into()));
+        return Err(ChartError(
+            "the experiment has no measured runs to chart yet".into(),
+        ));
     }
     // layouts keep their colour across groups; the first is the baseline
     let mut layouts: Vec<&str> = Vec::new();
@@ -67,7 +71,11 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
             let g = x.floor() as usize;
             match groups.get(g) {
                 Some((ff, c)) if (x - g as f64 - 0.5).abs() < 1e-6 => {
-                    let clients = if *c == 1 { "1 client".to_string() } else { format!("{c} clients") };
+                    let clients = if *c == 1 {
+                        "1 client".to_string()
+                    } else {
+                        format!("{c} clients")
+                    };
                     if several_fillfactors {
                         format!("fillfactor {ff}, {clients}")
                     } else {
@@ -83,7 +91,11 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
             .x_labels(groups.len() * 2 + 1)
             .x_label_formatter(&group_label)
             .y_desc("TPS (transactions per second)")
-            .x_desc(if several_fillfactors { "fillfactor and clients" } else { "clients" })
+            .x_desc(if several_fillfactors {
+                "fillfactor and clients"
+            } else {
+                "clients"
+            })
             .axis_desc_style(label_font())
             .label_style(small_font())
             .draw()?;
@@ -91,31 +103,59 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
             let colour = colour(li);
             let mine: Vec<&&ExperimentBar> = bars.iter().filter(|b| b.layout == *layout).collect();
             let x0 = |b: &ExperimentBar| {
-                let g = groups.iter().position(|g| *g == (b.fillfactor, b.clients)).unwrap_or(0) as f64;
+                let g = groups
+                    .iter()
+                    .position(|g| *g == (b.fillfactor, b.clients))
+                    .unwrap_or(0) as f64;
                 g + 0.1 + 0.8 * li as f64 / n
             };
             let width = 0.8 / n;
             chart
                 .draw_series(mine.iter().map(|b| {
                     let x = x0(b);
-                    Rectangle::new([(x + width * 0.08, 0.0), (x + width * 0.92, b.tps_mean.unwrap_or(0.0))], colour.filled())
+                    Rectangle::new(
+                        [
+                            (x + width * 0.08, 0.0),
+                            (x + width * 0.92, b.tps_mean.unwrap_or(0.0)),
+                        ],
+                        colour.filled(),
+                    )
                 }))?
                 .label(*layout)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], colour.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], colour.filled())
+                });
             // the 95 % interval as a whisker: black on a white halo, so that
             // it shows on a dark bar too
-            for (pen, halo) in [(WHITE.stroke_width(5), true), (BLACK.stroke_width(2), false)] {
+            for (pen, halo) in [
+                (WHITE.stroke_width(5), true),
+                (BLACK.stroke_width(2), false),
+            ] {
                 let cap = if halo { 0.17 } else { 0.15 };
                 chart.draw_series(mine.iter().filter_map(|b| {
                     let (lo, hi) = (b.ci_low?, b.ci_high?);
                     let x = x0(b) + width / 2.0;
                     let w = width * cap;
-                    Some(PathElement::new(vec![(x - w, lo), (x + w, lo), (x, lo), (x, hi), (x - w, hi), (x + w, hi)], pen))
+                    Some(PathElement::new(
+                        vec![
+                            (x - w, lo),
+                            (x + w, lo),
+                            (x, lo),
+                            (x, hi),
+                            (x - w, hi),
+                            (x + w, hi),
+                        ],
+                        pen,
+                    ))
                 }))?;
             }
             chart.draw_series(mine.iter().map(|b| {
                 let top = b.ci_high.or(b.tps_mean).unwrap_or(0.0);
-                Text::new(bar_note(b, li == 0), (x0(b) + width / 2.0, top + max * 0.01), above())
+                Text::new(
+                    bar_note(b, li == 0),
+                    (x0(b) + width / 2.0, top + max * 0.01),
+                    above(),
+                )
             }))?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
@@ -190,12 +230,19 @@ fn panel_bars(
     let row_y = |i: usize| (n - i - 1) as f64;
     chart.draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
         let v = figure(r)?;
-        Some(Rectangle::new([(0.0, row_y(i) + 0.15), (v, row_y(i) + 0.85)], colour(i).filled()))
+        Some(Rectangle::new(
+            [(0.0, row_y(i) + 0.15), (v, row_y(i) + 0.85)],
+            colour(i).filled(),
+        ))
     }))?;
     chart.draw_series(rows.iter().enumerate().map(|(i, r)| {
         let text = figure(r).map_or("not measured".to_string(), |v| format!("{v:.0}"));
         let x = figure(r).unwrap_or(0.0) + max * 0.02;
-        Text::new(text, (x, row_y(i) + 0.5), small_font().pos(Pos::new(HPos::Left, VPos::Center)))
+        Text::new(
+            text,
+            (x, row_y(i) + 0.5),
+            small_font().pos(Pos::new(HPos::Left, VPos::Center)),
+        )
     }))?;
     Ok(())
 }

@@ -46,8 +46,14 @@ pub fn run(title: &str, points: &[ProgressPoint]) -> Result<String> {
             .axis_desc_style(label_font())
             .label_style(small_font())
             .draw()?;
-        let tps: Vec<(f64, f64)> = points.iter().filter_map(|p| Some((p.t_s as f64, p.tps?))).collect();
-        let lat: Vec<(f64, f64)> = points.iter().filter_map(|p| Some((p.t_s as f64, p.lat_ms?))).collect();
+        let tps: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|p| Some((p.t_s as f64, p.tps?)))
+            .collect();
+        let lat: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|p| Some((p.t_s as f64, p.lat_ms?)))
+            .collect();
         let (c0, c1) = (colour(1), colour(2));
         chart
             .draw_series(LineSeries::new(tps.clone(), c0.stroke_width(2)))?
@@ -84,7 +90,12 @@ pub fn percentile_label(n: f64) -> String {
 /// latency axis is logarithmic, as tails span orders of magnitude.
 pub fn percentiles(title: &str, series: &[Series]) -> Result<String> {
     let (all, lo, hi) = positive(series, "the probe has no latency samples to chart")?;
-    let x_max = all.iter().map(|p| nines(p.0)).fold(0.0, f64::max).ceil().max(1.0);
+    let x_max = all
+        .iter()
+        .map(|p| nines(p.0))
+        .fold(0.0, f64::max)
+        .ceil()
+        .max(1.0);
     svg(|root| {
         let mut chart = frame(root, title, 80)
             .build_cartesian_2d(0f64..x_max, log_range(lo, hi, series.len()))?;
@@ -116,7 +127,13 @@ pub fn profile(title: &str, series: &[Series]) -> Result<String> {
         chart
             .configure_mesh()
             .x_labels(w_max as usize + 1)
-            .x_label_formatter(&|w| if w.fract() == 0.0 { format!("{w:.0}") } else { String::new() })
+            .x_label_formatter(&|w| {
+                if w.fract() == 0.0 {
+                    format!("{w:.0}")
+                } else {
+                    String::new()
+                }
+            })
             .y_labels(10)
             .y_label_formatter(&|y| from_log(*y))
             .x_desc("workers")
@@ -133,7 +150,11 @@ pub fn profile(title: &str, series: &[Series]) -> Result<String> {
 /// The points of every series that a log axis can show (y above 0), with
 /// their lowest and highest y; none is an error saying `none`.
 fn positive(series: &[Series], none: &str) -> Result<(Vec<(f64, f64)>, f64, f64)> {
-    let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).filter(|p| p.1 > 0.0).collect();
+    let all: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .filter(|p| p.1 > 0.0)
+        .collect();
     if all.is_empty() {
         return Err(ChartError(none.into()));
     }
@@ -165,13 +186,25 @@ pub fn from_log(y: f64) -> String {
     }
 }
 
-type LogChart<'a, 'b> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>;
+type LogChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
 
-fn draw_lines<'a, 'b: 'a>(chart: &mut LogChart<'a, 'b>, series: &[Series], at: impl Fn((f64, f64)) -> (f64, f64)) -> Result<()> {
+fn draw_lines<'a, 'b: 'a>(
+    chart: &mut LogChart<'a, 'b>,
+    series: &[Series],
+    at: impl Fn((f64, f64)) -> (f64, f64),
+) -> Result<()> {
     for (i, s) in series.iter().enumerate() {
         let c = colour(i);
-        let points: Vec<(f64, f64)> = s.points.iter().filter(|p| p.1 > 0.0).map(|&p| at(p)).collect();
+        let points: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| p.1 > 0.0)
+            .map(|&p| at(p))
+            .collect();
         chart
             .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?
             .label(s.label.as_str())

@@ -33,7 +33,9 @@ impl std::fmt::Display for ChartError {
     }
 }
 
-impl<E: std::error::Error + Send + Sync> From<plotters::drawing::DrawingAreaErrorKind<E>> for ChartError {
+impl<E: std::error::Error + Send + Sync> From<plotters::drawing::DrawingAreaErrorKind<E>>
+    for ChartError
+{
     fn from(e: plotters::drawing::DrawingAreaErrorKind<E>) -> Self {
         ChartError(format!("drawing the chart: {e}"))
     }
@@ -53,7 +55,10 @@ mod tests {
         // the text of every <text> element, one per line
         svg.split("<text")
             .skip(1)
-            .filter_map(|t| t.split_once('>').and_then(|(_, rest)| rest.split_once("</text>")))
+            .filter_map(|t| {
+                t.split_once('>')
+                    .and_then(|(_, rest)| rest.split_once("</text>"))
+            })
             .map(|(inner, _)| inner.trim().to_string())
             .collect::<Vec<_>>()
             .join("\n")
@@ -70,7 +75,13 @@ mod tests {
         assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
     }
 
-    fn bar(layout: &str, clients: i32, tps: f64, improvement: Option<f64>, significant: Option<bool>) -> ExperimentBar {
+    fn bar(
+        layout: &str,
+        clients: i32,
+        tps: f64,
+        improvement: Option<f64>,
+        significant: Option<bool>,
+    ) -> ExperimentBar {
         ExperimentBar {
             layout: layout.into(),
             fillfactor: 100,
@@ -93,7 +104,15 @@ mod tests {
         let svg = experiment("study 1", &bars).unwrap();
         well_formed(&svg);
         let t = texts(&svg);
-        for want in ["study 1", "TPS", "+20.0 %", "+1.0 % n.s.", "baseline", "ram", "disk"] {
+        for want in [
+            "study 1",
+            "TPS",
+            "+20.0 %",
+            "+1.0 % n.s.",
+            "baseline",
+            "ram",
+            "disk",
+        ] {
             assert!(t.contains(want), "{want} missing from:\n{t}");
         }
     }
@@ -105,14 +124,21 @@ mod tests {
         assert!(percentiles("x", &[]).is_err());
         assert!(profile("x", &[]).is_err());
         assert!(tablespaces("x", &[]).is_err());
-        let no_tps = vec![ExperimentBar { tps_mean: None, ..bar("a", 1, 1.0, None, None) }];
+        let no_tps = vec![ExperimentBar {
+            tps_mean: None,
+            ..bar("a", 1, 1.0, None, None)
+        }];
         assert!(experiment("x", &no_tps).is_err());
     }
 
     #[test]
     fn a_run_chart_has_two_axes() {
         let p: Vec<ProgressPoint> = (1..=10)
-            .map(|t| ProgressPoint { t_s: t, tps: Some(100.0 + t as f64), lat_ms: Some(2.0) })
+            .map(|t| ProgressPoint {
+                t_s: t,
+                tps: Some(100.0 + t as f64),
+                lat_ms: Some(2.0),
+            })
             .collect();
         let svg = run("run 7", &p).unwrap();
         well_formed(&svg);
@@ -126,7 +152,14 @@ mod tests {
     fn the_percentile_axis_is_labelled_in_nines() {
         let s = Series {
             label: "randread".into(),
-            points: vec![(50.0, 100.0), (90.0, 150.0), (99.0, 400.0), (99.9, 900.0), (99.99, 2000.0), (99.999, 5000.0)],
+            points: vec![
+                (50.0, 100.0),
+                (90.0, 150.0),
+                (99.0, 400.0),
+                (99.9, 900.0),
+                (99.99, 2000.0),
+                (99.999, 5000.0),
+            ],
         };
         let svg = percentiles("probe 3", &[s]).unwrap();
         well_formed(&svg);
@@ -147,13 +180,25 @@ mod tests {
     #[test]
     fn a_profile_has_a_legend_entry_per_series() {
         let series = vec![
-            Series { label: "lab_ram randread".into(), points: vec![(1.0, 50_000.0), (4.0, 150_000.0)] },
-            Series { label: "lab_disk randread".into(), points: vec![(1.0, 5_000.0), (4.0, 12_000.0)] },
+            Series {
+                label: "lab_ram randread".into(),
+                points: vec![(1.0, 50_000.0), (4.0, 150_000.0)],
+            },
+            Series {
+                label: "lab_disk randread".into(),
+                points: vec![(1.0, 5_000.0), (4.0, 12_000.0)],
+            },
         ];
         let svg = profile("profile", &series).unwrap();
         well_formed(&svg);
         let t = texts(&svg);
-        for want in ["profile", "workers", "IOPS", "lab_ram randread", "lab_disk randread"] {
+        for want in [
+            "profile",
+            "workers",
+            "IOPS",
+            "lab_ram randread",
+            "lab_disk randread",
+        ] {
             assert!(t.contains(want), "{want} missing from:\n{t}");
         }
     }
@@ -161,20 +206,44 @@ mod tests {
     #[test]
     fn the_tablespaces_chart_has_a_panel_per_figure() {
         let rows = vec![
-            TablespaceFigures { tablespace: "lab_ram".into(), randread_p99_us: Some(20.0), wal_commit_p99_us: None, seq_mib_s: Some(4000.0) },
-            TablespaceFigures { tablespace: "pg_wal".into(), randread_p99_us: None, wal_commit_p99_us: Some(900.0), seq_mib_s: None },
+            TablespaceFigures {
+                tablespace: "lab_ram".into(),
+                randread_p99_us: Some(20.0),
+                wal_commit_p99_us: None,
+                seq_mib_s: Some(4000.0),
+            },
+            TablespaceFigures {
+                tablespace: "pg_wal".into(),
+                randread_p99_us: None,
+                wal_commit_p99_us: Some(900.0),
+                seq_mib_s: None,
+            },
         ];
         let svg = tablespaces("compared", &rows).unwrap();
         well_formed(&svg);
         let t = texts(&svg);
-        for want in ["compared", "8 kB random read p99 (µs)", "WAL commit p99 (µs)", "sequential read + write (MiB/s)", "lab_ram", "pg_wal"] {
+        for want in [
+            "compared",
+            "8 kB random read p99 (µs)",
+            "WAL commit p99 (µs)",
+            "sequential read + write (MiB/s)",
+            "lab_ram",
+            "pg_wal",
+        ] {
             assert!(t.contains(want), "{want} missing from:\n{t}");
         }
     }
 
     #[test]
     fn titles_are_escaped() {
-        let svg = profile("a < b & \"c\"", &[Series { label: "x<y".into(), points: vec![(1.0, 1.0)] }]).unwrap();
+        let svg = profile(
+            "a < b & \"c\"",
+            &[Series {
+                label: "x<y".into(),
+                points: vec![(1.0, 1.0)],
+            }],
+        )
+        .unwrap();
         assert!(svg.contains("a &lt; b &amp;"), "{}", texts(&svg));
         assert!(!svg.contains("x<y"));
     }

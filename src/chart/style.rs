@@ -41,7 +41,10 @@ pub fn above() -> TextStyle<'static> {
 
 /// A marker per series (with the colour, the second thing that tells
 /// series apart in grey): circle, triangle, cross, filled or hollow.
-pub fn marker<DB: DrawingBackend, C: Clone + 'static>(i: usize, at: C) -> DynElement<'static, DB, C> {
+pub fn marker<DB: DrawingBackend, C: Clone + 'static>(
+    i: usize,
+    at: C,
+) -> DynElement<'static, DB, C> {
     let c = colour(i);
     match i % 4 {
         0 => Circle::new(at, 4, c.filled()).into_dyn(),
@@ -61,10 +64,13 @@ pub fn headroom(max: f64) -> f64 {
 }
 
 /// A standalone SVG document of the chart size, white, drawn by `draw`.
-pub fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> super::Result<()>) -> super::Result<String> {
+pub fn svg(
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> super::Result<()>,
+) -> super::Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (super::WIDTH, super::HEIGHT)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut svg, (super::WIDTH, super::HEIGHT)).into_drawing_area();
         root.fill(&WHITE)?;
         draw(&root)?;
         root.present()?;
@@ -88,7 +94,11 @@ pub fn legend<'a, 'b: 'a, CT: CoordTranslate>(
 }
 
 /// A chart's frame: its title, margins and room for the axis labels.
-pub fn frame<'a, 'b>(root: &'a DrawingArea<SVGBackend<'b>, Shift>, title: &str, y_labels_width: u32) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+pub fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    y_labels_width: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
     let mut builder = ChartBuilder::on(root);
     builder
         .caption(title, caption_font())

@@ -159,7 +159,11 @@ impl RelationSizer {
             let head = format!("{base}{fork}");
             let mut full = false;
             for seg in 0.. {
-                let name = if seg == 0 { head.clone() } else { format!("{head}.{seg}") };
+                let name = if seg == 0 {
+                    head.clone()
+                } else {
+                    format!("{head}.{seg}")
+                };
                 if !full && !folder.names.contains(&OsString::from(&name)) {
                     break;
                 }
@@ -187,7 +191,11 @@ impl RelationSizer {
 impl Folder {
     fn list(dir: &Path) -> Folder {
         let names = std::fs::read_dir(dir)
-            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.file_name())).collect())
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.file_name()))
+                    .collect()
+            })
             .unwrap_or_default();
         Folder {
             names,
@@ -333,16 +341,29 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         for (name, len) in [("500", 8192), ("500_vm", 8192), ("5000", 99), ("600", 0)] {
-            std::fs::File::create(dir.join(name)).unwrap().write_all(&vec![1u8; len]).unwrap();
+            std::fs::File::create(dir.join(name))
+                .unwrap()
+                .write_all(&vec![1u8; len])
+                .unwrap();
         }
         // a full first segment (sparse: no real space)
-        std::fs::File::create(dir.join("700")).unwrap().set_len(SEGMENT_BYTES).unwrap();
+        std::fs::File::create(dir.join("700"))
+            .unwrap()
+            .set_len(SEGMENT_BYTES)
+            .unwrap();
         let mut sizer = RelationSizer::default();
         for rel in ["500", "5000", "600", "99999"] {
-            assert_eq!(sizer.bytes(&dir.join(rel)), relation_bytes(&dir.join(rel)), "relation {rel}");
+            assert_eq!(
+                sizer.bytes(&dir.join(rel)),
+                relation_bytes(&dir.join(rel)),
+                "relation {rel}"
+            );
         }
         // the folder is listed by now: a second segment begun after it counts
-        std::fs::File::create(dir.join("700.1")).unwrap().write_all(&[1u8; 100]).unwrap();
+        std::fs::File::create(dir.join("700.1"))
+            .unwrap()
+            .write_all(&[1u8; 100])
+            .unwrap();
         assert_eq!(sizer.bytes(&dir.join("700")).0, SEGMENT_BYTES + 100);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -55,8 +55,9 @@ pub fn ignored_by(fs_type: &str, mount_options: &str) -> Option<&'static str> {
     // ext4 journals file data in this mode, which direct I/O would bypass:
     // ext4_dio_supported() says no and the I/O goes through the page cache
     let journalled = mount_options.split(',').any(|o| o == "data=journal");
-    (fs_type == "ext4" && journalled)
-        .then_some("ext4 with data=journal accepts O_DIRECT but reads and writes through the page cache")
+    (fs_type == "ext4" && journalled).then_some(
+        "ext4 with data=journal accepts O_DIRECT but reads and writes through the page cache",
+    )
 }
 
 #[cfg(test)]
@@ -65,7 +66,11 @@ mod tests {
 
     #[test]
     fn ext4_journalling_data_ignores_o_direct() {
-        assert!(ignored_by("ext4", "rw,relatime,nodioread_nolock,nodelalloc,data=journal").is_some());
+        assert!(ignored_by(
+            "ext4",
+            "rw,relatime,nodioread_nolock,nodelalloc,data=journal"
+        )
+        .is_some());
         assert_eq!(ignored_by("ext4", "rw,relatime,data=writeback"), None);
         assert_eq!(ignored_by("ext4", "rw,relatime"), None);
         assert_eq!(ignored_by("xfs", "rw,data=journal"), None);

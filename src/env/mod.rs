@@ -50,9 +50,8 @@ pub fn facts(path: &Path) -> io::Result<StorageFacts> {
         backing: device.and_then(|d| {
             backing::backing_of_mount(&mount.fs_type, d, sys_block, Path::new("/sys/fs/btrfs"))
         }),
-        raid_profile: device.and_then(|d| {
-            backing::raid_profile(&mount.fs_type, d, Path::new("/sys/fs/btrfs"))
-        }),
+        raid_profile: device
+            .and_then(|d| backing::raid_profile(&mount.fs_type, d, Path::new("/sys/fs/btrfs"))),
         compression: backing::compression(
             &mount.fs_type,
             &mount.options,

@@ -100,7 +100,8 @@ pub fn zram_ratio(mm_stat: &str) -> Option<f64> {
 mod tests {
     use super::*;
 
-    const MM: &str = "  4194304   1048576   1310720        0  1310720        256        0        0        0\n";
+    const MM: &str =
+        "  4194304   1048576   1310720        0  1310720        256        0        0        0\n";
 
     fn sizes() -> RelationSizes {
         RelationSizes {
@@ -114,7 +115,11 @@ mod tests {
     fn zram_stores_what_its_ratio_says() {
         // 4 MiB written + 256 same-filled pages (1 MiB) held in 1.25 MiB of RAM
         assert_eq!(zram_ratio(MM), Some(0.25));
-        assert_eq!(zram_ratio("0 0 0 0 0 0 0 0 0"), None, "an empty device has no ratio");
+        assert_eq!(
+            zram_ratio("0 0 0 0 0 0 0 0 0"),
+            None,
+            "an empty device has no ratio"
+        );
         assert_eq!(zram_ratio("garbage"), None);
         let s = stored_on("ext4", "rw,relatime", "/dev/zram0", &sizes(), &|d| {
             assert_eq!(d, "zram0");
@@ -127,16 +132,34 @@ mod tests {
     fn btrfs_stores_less_only_when_it_compresses() {
         let none = &|_: &str| None;
         assert_eq!(
-            stored_on("btrfs", "rw,compress=zstd:3,space_cache=v2", "/dev/loop3", &sizes(), none),
+            stored_on(
+                "btrfs",
+                "rw,compress=zstd:3,space_cache=v2",
+                "/dev/loop3",
+                &sizes(),
+                none
+            ),
             Some(4 << 20)
         );
         assert_eq!(
-            stored_on("btrfs", "rw,compress-force=lzo", "/dev/loop3", &sizes(), none),
+            stored_on(
+                "btrfs",
+                "rw,compress-force=lzo",
+                "/dev/loop3",
+                &sizes(),
+                none
+            ),
             Some(4 << 20)
         );
-        assert_eq!(stored_on("btrfs", "rw,relatime", "/dev/loop3", &sizes(), none), None);
+        assert_eq!(
+            stored_on("btrfs", "rw,relatime", "/dev/loop3", &sizes(), none),
+            None
+        );
         // compression turned off by option stores what it allocates: unknown
-        assert_eq!(stored_on("btrfs", "rw,compress=no", "/dev/loop3", &sizes(), none), None);
+        assert_eq!(
+            stored_on("btrfs", "rw,compress=no", "/dev/loop3", &sizes(), none),
+            None
+        );
     }
 
     #[test]
@@ -144,7 +167,10 @@ mod tests {
         let none = &|_: &str| None;
         assert_eq!(stored_on("ext4", "rw", "/dev/vda", &sizes(), none), None);
         assert_eq!(stored_on("xfs", "rw", "/dev/loop1", &sizes(), none), None);
-        assert_eq!(stored_on("tmpfs", "rw", "tmpfs", &sizes(), none), Some(10 << 20));
+        assert_eq!(
+            stored_on("tmpfs", "rw", "tmpfs", &sizes(), none),
+            Some(10 << 20)
+        );
     }
 
     #[test]

@@ -171,10 +171,28 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 let options = pgoptions(&e.layouts[layout].placement);
                 if e.warmup_s > 0 {
                     progress(job, i, &e.describe(step, "warm-up run"));
-                    one_run(job, e, name, repetition, clients, true, dir, options.as_deref())?;
+                    one_run(
+                        job,
+                        e,
+                        name,
+                        repetition,
+                        clients,
+                        true,
+                        dir,
+                        options.as_deref(),
+                    )?;
                 }
                 progress(job, i, &e.describe(step, "measured run"));
-                one_run(job, e, name, repetition, clients, false, dir, options.as_deref())?;
+                one_run(
+                    job,
+                    e,
+                    name,
+                    repetition,
+                    clients,
+                    false,
+                    dir,
+                    options.as_deref(),
+                )?;
                 measured += 1;
             }
         }
@@ -305,7 +323,13 @@ fn one_run(
         )
     })
     .unwrap_or_default();
-    run::bench(job, run_id, &r, &dir.join(format!("run_{run_id}")), pgoptions)
+    run::bench(
+        job,
+        run_id,
+        &r,
+        &dir.join(format!("run_{run_id}")),
+        pgoptions,
+    )
 }
 
 /// One of pgbench's relations, where its files are.

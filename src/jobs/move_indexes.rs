@@ -48,8 +48,10 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
     // an earlier rebuild of this table cut short by a shutdown left its copy
     drop_invalid_leftovers(job, &conn, relation, dir);
     let plan = Plan {
-        batch: bookkeeping(|| Spi::get_one::<i64>("SELECT pg_catalog.nextval('storlab.relocation_batches')"))
-            .unwrap_or(0),
+        batch: bookkeeping(|| {
+            Spi::get_one::<i64>("SELECT pg_catalog.nextval('storlab.relocation_batches')")
+        })
+        .unwrap_or(0),
         indexes: indexes_elsewhere(relation, &r.tablespace),
     };
     store_detail(job, serde_json::json!({ "plan": plan }));
@@ -64,7 +66,16 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
         }
         let duration = t0.elapsed().as_secs_f64();
         let wal = wal0.zip(wal_position()).map(|(a, b)| b - a);
-        record(job, &plan, index, &r.tablespace, Some(duration), wal, &sql, NOTE);
+        record(
+            job,
+            &plan,
+            index,
+            &r.tablespace,
+            Some(duration),
+            wal,
+            &sql,
+            NOTE,
+        );
     }
     Ok(())
 }
@@ -92,7 +103,16 @@ pub(super) fn recover(job: &Job, r: &MoveIndexes, dir: &Path) -> String {
         );
         for index in &plan.indexes {
             if is_in(&index.name, &r.tablespace) && !is_recorded(plan.batch, &index.name) {
-                record(job, plan, index, &r.tablespace, None, None, &reindex(&quoted_ts, index), &note);
+                record(
+                    job,
+                    plan,
+                    index,
+                    &r.tablespace,
+                    None,
+                    None,
+                    &reindex(&quoted_ts, index),
+                    &note,
+                );
                 recorded += 1;
             }
         }
@@ -104,12 +124,17 @@ pub(super) fn recover(job: &Job, r: &MoveIndexes, dir: &Path) -> String {
 
 /// The statement that moves one index, as run and as recorded.
 fn reindex(quoted_ts: &str, index: &Planned) -> String {
-    format!("REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {}", index.name)
+    format!(
+        "REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {}",
+        index.name
+    )
 }
 
 fn quote_ident(name: &str) -> String {
-    as_caller(|| Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[name.into()]))
-        .unwrap_or_default()
+    as_caller(|| {
+        Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[name.into()])
+    })
+    .unwrap_or_default()
 }
 
 /// The table's indexes not yet in `to`, with their tablespace and size.
@@ -183,7 +208,10 @@ fn record(
     // the history must name the index that now exists, or restore_layout
     // would take it for dropped
     let oid = as_caller(|| {
-        Spi::get_one_with_args::<i64>("SELECT pg_catalog.to_regclass($1)::oid::int8", &[index.name.clone().into()])
+        Spi::get_one_with_args::<i64>(
+            "SELECT pg_catalog.to_regclass($1)::oid::int8",
+            &[index.name.clone().into()],
+        )
     });
     bookkeeping(|| {
         Spi::run_with_args(
@@ -232,6 +260,14 @@ fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Pat
     });
     leftovers
         .iter()
-        .filter(|name| psql(job, conn, &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"), dir).is_ok())
+        .filter(|name| {
+            psql(
+                job,
+                conn,
+                &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
+                dir,
+            )
+            .is_ok()
+        })
         .count()
 }

@@ -61,7 +61,9 @@ pub fn recover(job: &Job) -> String {
     let dir = RunDir::new(run_dir(job.id));
     let said = "the server restarted (a crash of one of its processes) while the job ran";
     match &job.args.spec {
-        JobSpec::MoveIndexes(r) => format!("{said}; {}", super::move_indexes::recover(job, r, &dir.0)),
+        JobSpec::MoveIndexes(r) => {
+            format!("{said}; {}", super::move_indexes::recover(job, r, &dir.0))
+        }
         _ => said.to_string(),
     }
 }

@@ -237,7 +237,10 @@ pub fn measure(
             .and_then(|f| env::direct_io::ignored_by(&f.fs_type, &f.mount_options));
         if let Some(why) = ignored {
             // measured as it really runs, and stored so: direct = false
-            notice!("storlab: {}: {why}; this probe runs buffered and is stored with direct = false", target.name);
+            notice!(
+                "storlab: {}: {why}; this probe runs buffered and is stored with direct = false",
+                target.name
+            );
             spec.direct = false;
         }
     }

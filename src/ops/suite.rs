@@ -92,9 +92,18 @@ fn measure_item(
     file_size: u64,
     run: SuiteRun,
 ) -> Result<i64, Error> {
-    let spec = suite_spec(target, item, run.duration, workers, file_size, run.precision_pct);
+    let spec = suite_spec(
+        target,
+        item,
+        run.duration,
+        workers,
+        file_size,
+        run.precision_pct,
+    );
     match measure(target, spec, Some(run.label), Some("standard")) {
-        Err(e) if e.state == SqlState::FeatureNotSupported && item.engine() == IoEngine::IoUring => {
+        Err(e)
+            if e.state == SqlState::FeatureNotSupported && item.engine() == IoEngine::IoUring =>
+        {
             let threads = (workers * item.iodepth as usize).min(MAX_WORKERS as usize);
             notice!(
                 "storlab: {} on {}: {}; it runs as {threads} psync workers instead",
@@ -106,7 +115,14 @@ fn measure_item(
                 iodepth: 1,
                 ..*item
             };
-            let spec = suite_spec(target, &psync, run.duration, threads, file_size, run.precision_pct);
+            let spec = suite_spec(
+                target,
+                &psync,
+                run.duration,
+                threads,
+                file_size,
+                run.precision_pct,
+            );
             measure(target, spec, Some(run.label), Some("standard"))
         }
         other => other,
@@ -317,7 +333,13 @@ pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Rankin
     for target in &targets {
         let (mut f, missing) = figures(target, max_age);
         if !missing.is_empty() {
-            let names: Vec<&str> = missing.iter().map(|i| i.workload.as_str()).collect();
+            let names: Vec<String> = missing
+                .iter()
+                .map(|i| match i.iodepth {
+                    1 => i.workload.as_str().to_string(),
+                    d => format!("{} at iodepth {d}", i.workload.as_str()),
+                })
+                .collect();
             notice!(
                 "storlab: probing {} ({}): no figures younger than max_age",
                 target.name,

@@ -47,7 +47,9 @@ pub use init_options::{InitOptions, PartitionMethod};
 pub use interval::IntervalRow;
 pub use log_dir::{list_log_files, read_tx_logs, LogFile};
 pub use scripts::{Script, ScriptSource, APPEND_TABLE_DDL, APPEND_TABLE_NAME};
-pub use stderr::{cause_first, parse_init_timings, parse_stderr, InitTimings, ProgressRow, StderrReport};
+pub use stderr::{
+    cause_first, parse_init_timings, parse_stderr, InitTimings, ProgressRow, StderrReport,
+};
 pub use summary::{parse_summary, Summary};
 pub use tx_histogram::{LatencyPercentiles, TxHistogram, TxHistogramError};
 pub use tx_log::{parse_tx_line, FailureKind, TxLogFormat, TxLogStats, TxOutcome, TxRecord};

@@ -189,9 +189,12 @@ pub fn cause_first(stderr: &str) -> String {
             .strip_prefix("pgbench: ")
             .or_else(|| l.strip_prefix("psql: "))
             .unwrap_or(l);
-        ["error:", "fatal:", "detail:", "hint:", "ERROR:", "FATAL:", "DETAIL:", "HINT:", "PANIC:"]
-            .iter()
-            .any(|p| l.starts_with(p))
+        [
+            "error:", "fatal:", "detail:", "hint:", "ERROR:", "FATAL:", "DETAIL:", "HINT:",
+            "PANIC:",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p))
             || l.contains(": ERROR:")
     };
     let is_progress = |l: &str| {
@@ -203,20 +206,30 @@ pub fn cause_first(stderr: &str) -> String {
     // server running ...?" under a failed connection)
     let mut cause = vec![false; lines.len()];
     for i in 0..lines.len() {
-        cause[i] = is_cause_line(lines[i])
-            || (i > 0 && cause[i - 1] && raw[i].starts_with([' ', '\t']));
+        cause[i] =
+            is_cause_line(lines[i]) || (i > 0 && cause[i - 1] && raw[i].starts_with([' ', '\t']));
     }
-    let causes: Vec<&str> = (0..lines.len()).filter(|&i| cause[i]).map(|i| lines[i]).collect();
+    let causes: Vec<&str> = (0..lines.len())
+        .filter(|&i| cause[i])
+        .map(|i| lines[i])
+        .collect();
     let rest: Vec<&str> = (0..lines.len())
         .filter(|&i| !cause[i] && !is_progress(lines[i]))
         .map(|i| lines[i])
         .collect();
     match (causes.is_empty(), rest.is_empty()) {
         (false, true) => causes.join("; "),
-        (false, false) => format!("{} (it also printed: {})", causes.join("; "), rest.join("; ")),
+        (false, false) => format!(
+            "{} (it also printed: {})",
+            causes.join("; "),
+            rest.join("; ")
+        ),
         (true, false) => rest.join("; "),
         // nothing but progress: its last line is where it stopped
-        (true, true) => lines.last().map(|l| format!("it stopped after: {l}")).unwrap_or_default(),
+        (true, true) => lines
+            .last()
+            .map(|l| format!("it stopped after: {l}"))
+            .unwrap_or_default(),
     }
 }
 

@@ -372,8 +372,7 @@ fn run_timed_phase(
                         &shared.progress[index],
                         &shared.epoch,
                     )
-                })
-            {
+                }) {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
                     spawn_error = Some(ProbeError::io("starting a probe worker thread", e));
@@ -691,7 +690,12 @@ mod tests {
                     let w = Worker::prepare(spec, scratch, i, 42).unwrap();
                     let shared = &shared;
                     s.spawn(move || {
-                        w.run(&shared.stop, &shared.gate, &shared.progress[i], &shared.epoch)
+                        w.run(
+                            &shared.stop,
+                            &shared.gate,
+                            &shared.progress[i],
+                            &shared.epoch,
+                        )
                     })
                 })
                 .collect();
@@ -826,8 +830,15 @@ mod tests {
     #[test]
     fn queued_reads_and_writes_run_at_depth_and_count_consistently() {
         let dir = TestDir::new_on_disk("engine-queued");
-        for workload in [Workload::Randread, Workload::Randwrite, Workload::Seqread, Workload::Seqwrite] {
-            let Some(spec) = queued(quick(dir.path(), workload), 16) else { return };
+        for workload in [
+            Workload::Randread,
+            Workload::Randwrite,
+            Workload::Seqread,
+            Workload::Seqwrite,
+        ] {
+            let Some(spec) = queued(quick(dir.path(), workload), 16) else {
+                return;
+            };
             let r = run_probe(&spec, &mut never()).unwrap();
             assert!(r.ops > 16, "{workload}: {}", r.ops);
             assert_eq!(r.bytes, r.ops * 8192, "{workload}");
@@ -922,7 +933,10 @@ mod tests {
         let began = Instant::now();
         match run_timed_phase(&spec, &scratch, &mut never()) {
             Err(ProbeError::Io { context, source }) => {
-                assert!(context.starts_with("read of 8192 bytes at offset"), "{context}");
+                assert!(
+                    context.starts_with("read of 8192 bytes at offset"),
+                    "{context}"
+                );
                 assert_eq!(source.kind(), io::ErrorKind::UnexpectedEof);
             }
             Err(other) => panic!("expected a short read, got {other:?}"),
@@ -957,5 +971,30 @@ mod tests {
         assert!(r.elapsed >= Duration::from_millis(400));
         assert!(r.iops_ci95_pct.is_some());
         assert!(dir.entries().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod standalone {
+    use super::*;
+
+    /// The engine outside PostgreSQL, for comparing with fio by hand:
+    /// STORLAB_QD_DIR=/some/dir cargo test --release -- --ignored standalone
+    #[test]
+    #[ignore]
+    fn standalone_queued_randread() {
+        let dir = std::env::var("STORLAB_QD_DIR").unwrap();
+        let depth: u32 = std::env::var("STORLAB_QD")
+            .map(|d| d.parse().unwrap())
+            .unwrap_or(32);
+        let spec = ProbeSpec {
+            duration: Duration::from_secs(3),
+            file_size: 256 << 20,
+            iodepth: depth,
+            engine: IoEngine::IoUring,
+            ..ProbeSpec::new(dir, Workload::Randread)
+        };
+        let r = run_probe(&spec, &mut || false).unwrap();
+        eprintln!("iops {:.0} mean {:.0} us", r.iops(), r.histogram.mean_us());
     }
 }

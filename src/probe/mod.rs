@@ -45,8 +45,8 @@ pub use engine::{run_probe, ProbeResult, ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS}
 pub use error::ProbeError;
 pub use histogram::{Histogram, HistogramError};
 pub use io_engine::{IoEngine, MAX_IODEPTH};
-pub use precision::{ci95_pct, MAX_PRECISION_PCT, MIN_PRECISION_PCT};
 pub use offsets::{random_offset, worker_region, Region, SeqCursor};
+pub use precision::{ci95_pct, MAX_PRECISION_PCT, MIN_PRECISION_PCT};
 pub use scratch::{remove_own, remove_stale, ScratchFile, SCRATCH_PREFIX};
 pub use sync_method::SyncMethod;
 pub use workload::Workload;

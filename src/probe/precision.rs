@@ -84,9 +84,7 @@ impl Sampler {
         self.last_ops = ops;
         if let (Some(target), Some(now)) = (self.target_pct, p99) {
             self.p99_settled = match self.last_p99 {
-                Some(before) if before > 0.0 => {
-                    ((now - before) / before).abs() * 100.0 <= target
-                }
+                Some(before) if before > 0.0 => ((now - before) / before).abs() * 100.0 <= target,
                 _ => false,
             };
             self.last_p99 = Some(now);
@@ -103,9 +101,7 @@ impl Sampler {
         let Some(target) = self.target_pct else {
             return false;
         };
-        elapsed >= MIN_TIME
-            && self.p99_settled
-            && self.ci95_pct().is_some_and(|pct| pct <= target)
+        elapsed >= MIN_TIME && self.p99_settled && self.ci95_pct().is_some_and(|pct| pct <= target)
     }
 }
 
@@ -160,10 +156,17 @@ mod tests {
     #[test]
     fn a_noisy_volume_runs_until_the_interval_is_narrow_enough() {
         // ±20 % alternating: the interval narrows as √n grows
-        let noisy: Vec<u64> = (0..200).map(|i| if i % 2 == 0 { 1200 } else { 800 }).collect();
+        let noisy: Vec<u64> = (0..200)
+            .map(|i| if i % 2 == 0 { 1200 } else { 800 })
+            .collect();
         let n = run(Some(5.0), &noisy, |_| 50.0).expect("precise in the end");
         assert!(n > 10, "{n}");
-        let got = ci95_pct(&noisy[..n].iter().map(|&x| x as f64 * 10.0).collect::<Vec<_>>());
+        let got = ci95_pct(
+            &noisy[..n]
+                .iter()
+                .map(|&x| x as f64 * 10.0)
+                .collect::<Vec<_>>(),
+        );
         assert!(got.unwrap() <= 5.0);
         assert_eq!(run(Some(1.0), &noisy[..20], |_| 50.0), None);
     }

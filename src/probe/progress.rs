@@ -29,7 +29,12 @@ impl Progress {
 
     /// Adds the worker's published latencies to `into`.
     pub(crate) fn merge_into(&self, into: &mut Histogram) {
-        into.merge(&self.published.lock().unwrap_or_else(PoisonError::into_inner));
+        into.merge(
+            &self
+                .published
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
     }
 }
 

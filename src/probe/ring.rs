@@ -54,6 +54,8 @@ pub(crate) struct Ring {
     queued: Vec<usize>,
     free: Vec<usize>,
     in_flight: usize,
+    /// Made disabled, to be enabled by the thread that will use it (see new).
+    disabled: bool,
 }
 
 /// What `io_uring_setup` failing means to the user: io_uring is switched off
@@ -81,7 +83,7 @@ impl Ring {
         block_size: usize,
         mut fill: impl FnMut(&mut [u8]),
     ) -> Result<Ring, ProbeError> {
-        let uring = IoUring::new(depth).map_err(setup_error)?;
+        let (uring, disabled) = build(depth).map_err(setup_error)?;
         let depth = depth as usize;
         let mut bufs = Vec::with_capacity(depth);
         for _ in 0..depth {
@@ -100,7 +102,18 @@ impl Ring {
             queued: Vec::with_capacity(depth),
             free: (0..depth).rev().collect(),
             in_flight: 0,
+            disabled,
         })
+    }
+
+    /// Called once by the thread that submits: a ring set up for a single
+    /// issuer belongs to the thread that enables it.
+    pub(crate) fn enable(&mut self) -> io::Result<()> {
+        if self.disabled {
+            self.uring.submitter().register_enable_rings()?;
+            self.disabled = false;
+        }
+        Ok(())
     }
 
     pub(crate) fn in_flight(&self) -> usize {
@@ -149,7 +162,7 @@ impl Ring {
         for slot in self.queued.drain(..) {
             self.issued_at[slot] = now;
         }
-        let want = usize::from(self.in_flight > 0);
+        let want = usize::from(self.in_flight > 0 && self.uring.completion().is_empty());
         let submitter = self.uring.submitter();
         let result = match timeout {
             None => submitter.submit_and_wait(want),
@@ -171,22 +184,28 @@ impl Ring {
 
     /// Calls `each` for every completed request; their slots become free.
     pub(crate) fn reap(&mut self, mut each: impl FnMut(Completion)) {
+        // one clock read per reap, as fio does: the completions seen
+        // together are charged the same end time
         let now = Instant::now();
-        let cq: Vec<(u64, i32)> = self
-            .uring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
-        for (slot, res) in cq {
-            let slot = slot as usize;
-            self.in_flight -= 1;
-            self.free.push(slot);
-            let expected = self.bufs[slot].len();
+        let Ring {
+            uring,
+            bufs,
+            op,
+            offset,
+            issued_at,
+            free,
+            in_flight,
+            ..
+        } = self;
+        for cqe in uring.completion() {
+            let slot = cqe.user_data() as usize;
+            *in_flight -= 1;
+            free.push(slot);
             each(Completion {
                 slot,
-                offset: self.offset[slot],
-                latency: now.saturating_duration_since(self.issued_at[slot]),
-                result: completion_result(res, expected, self.op[slot]),
+                offset: offset[slot],
+                latency: now.saturating_duration_since(issued_at[slot]),
+                result: completion_result(cqe.result(), bufs[slot].len(), op[slot]),
             });
         }
     }
@@ -200,13 +219,40 @@ impl Ring {
             if left.is_zero() {
                 return false;
             }
-            if self.submit_and_wait(Some(left.min(Duration::from_millis(100)))).is_err() {
+            if self
+                .submit_and_wait(Some(left.min(Duration::from_millis(100))))
+                .is_err()
+            {
                 // the ring itself failed: nothing will complete through it
                 return false;
             }
             self.reap(|_| {});
         }
         true
+    }
+}
+
+/// A ring of `depth` entries set up as fio sets up its own: completions
+/// posted when the submitter asks for them (no interrupts of the worker),
+/// one submitting thread. That needs Linux 6.1; older kernels get the
+/// flags they know, then none. Returns whether the ring awaits `enable`.
+fn build(depth: u32) -> io::Result<(IoUring, bool)> {
+    let mut tuned = IoUring::builder();
+    tuned
+        .setup_cqsize(depth)
+        .setup_coop_taskrun()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_r_disabled();
+    match tuned.build(depth) {
+        Ok(ring) => return Ok((ring, true)),
+        Err(e) if e.raw_os_error() != Some(libc::EINVAL) => return Err(e),
+        Err(_) => {}
+    }
+    match IoUring::builder().setup_coop_taskrun().build(depth) {
+        Ok(ring) => Ok((ring, false)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok((IoUring::new(depth)?, false)),
+        Err(e) => Err(e),
     }
 }
 
@@ -251,7 +297,10 @@ mod tests {
 
     fn ring(depth: u32, bs: usize) -> Option<Ring> {
         match Ring::new(depth, bs, |b| b.fill(7)) {
-            Ok(r) => Some(r),
+            Ok(mut r) => {
+                r.enable().unwrap();
+                Some(r)
+            }
             Err(ProbeError::Unsupported(why)) => {
                 eprintln!("skipping: {why}");
                 None
@@ -331,7 +380,10 @@ mod tests {
         let short = by(s).result.as_ref().unwrap_err();
         assert_eq!(short.kind(), io::ErrorKind::UnexpectedEof);
         assert!(short.to_string().contains("2048 of 4096"), "{short}");
-        assert_eq!(by(w).result.as_ref().unwrap_err().raw_os_error(), Some(libc::EBADF));
+        assert_eq!(
+            by(w).result.as_ref().unwrap_err().raw_os_error(),
+            Some(libc::EBADF)
+        );
     }
 
     #[test]
@@ -348,7 +400,10 @@ mod tests {
             r.reap(|c| seen.push(c));
         }
         let e = seen.pop().unwrap().result.unwrap_err();
-        assert!(matches!(ProbeError::io("write", e), ProbeError::DiskFull(_)));
+        assert!(matches!(
+            ProbeError::io("write", e),
+            ProbeError::DiskFull(_)
+        ));
     }
 
     #[test]

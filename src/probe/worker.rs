@@ -186,8 +186,15 @@ impl<'a> Worker<'a> {
         stop: &AtomicBool,
         tally: &mut Tally,
     ) -> Option<ProbeError> {
-        let op = if self.workload.is_write() { Op::Write } else { Op::Read };
+        let op = if self.workload.is_write() {
+            Op::Write
+        } else {
+            Op::Read
+        };
         let fd = self.file.as_raw_fd();
+        if let Err(e) = ring.enable() {
+            return Some(ProbeError::io("enabling the worker's io_uring", e));
+        }
         let mut error = None;
         loop {
             if error.is_none() && !stop.load(Ordering::Relaxed) {

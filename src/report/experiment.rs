@@ -62,7 +62,9 @@ pub fn compare(cells: &[Cell], baseline: &str) -> Vec<CellStats> {
                 (Some(_), Some(_)) if is_baseline => (Some(0.0), None),
                 (Some(s), Some((b, Some(bs)))) => (
                     improvement_pct(bs.mean, s.mean),
-                    welch(&b.tps, &cell.tps).map(|w| w.p_value).filter(|p| p.is_finite()),
+                    welch(&b.tps, &cell.tps)
+                        .map(|w| w.p_value)
+                        .filter(|p| p.is_finite()),
                 ),
                 _ => (None, None),
             };
@@ -110,7 +112,10 @@ mod tests {
     //   100 * (125 - 105) / 105 = 19.047619
     #[test]
     fn baseline_and_challenger() {
-        let cells = vec![cell("a", 8, &[100.0, 110.0, 105.0]), cell("b", 8, &[120.0, 125.0, 130.0])];
+        let cells = vec![
+            cell("a", 8, &[100.0, 110.0, 105.0]),
+            cell("b", 8, &[120.0, 125.0, 130.0]),
+        ];
         let r = compare(&cells, "a");
         assert_eq!(r[0].runs, 3);
         assert!(close(r[0].tps_mean, 105.0, 1e-9));

@@ -104,12 +104,13 @@ pub struct Args<'a> {
 impl Experiment {
     pub fn new(a: Args) -> Result<Self> {
         if a.name.trim().is_empty() {
-            return Err(invalid("name must not be empty: it labels the experiment's runs"));
+            return Err(invalid(
+                "name must not be empty: it labels the experiment's runs",
+            ));
         }
-        let options = a
-            .options
-            .as_object()
-            .ok_or_else(|| invalid("options must be a JSON object, e.g. '{\"baseline\": \"all-disk\"}'"))?;
+        let options = a.options.as_object().ok_or_else(|| {
+            invalid("options must be a JSON object, e.g. '{\"baseline\": \"all-disk\"}'")
+        })?;
         let mut run_options = serde_json::Map::new();
         for (k, v) in options {
             if !EXPERIMENT_OPTIONS.contains(&k.as_str()) {
@@ -122,7 +123,11 @@ impl Experiment {
             Some(v) => match v.as_str() {
                 Some("alternating") => Order::Alternating,
                 Some("fixed") => Order::Fixed,
-                _ => return Err(invalid(format!("option order = {v}: use \"alternating\" (the default) or \"fixed\""))),
+                _ => {
+                    return Err(invalid(format!(
+                        "option order = {v}: use \"alternating\" (the default) or \"fixed\""
+                    )))
+                }
             },
         };
         let lock_timeout_ms = match options.get("lock_timeout_ms") {
@@ -130,11 +135,17 @@ impl Experiment {
             Some(v) => v
                 .as_u64()
                 .filter(|ms| (1..=3_600_000).contains(ms))
-                .ok_or_else(|| invalid(format!("option lock_timeout_ms = {v}: between 1 and 3600000 (one hour)")))?,
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "option lock_timeout_ms = {v}: between 1 and 3600000 (one hour)"
+                    ))
+                })?,
         };
         let mut layouts = parse_layouts(a.layouts)?;
         if let Some(b) = options.get("baseline") {
-            let b = b.as_str().ok_or_else(|| invalid(format!("option baseline = {b}: the name of a layout")))?;
+            let b = b
+                .as_str()
+                .ok_or_else(|| invalid(format!("option baseline = {b}: the name of a layout")))?;
             let i = layouts.iter().position(|l| l.name == b).ok_or_else(|| {
                 invalid(format!(
                     "option baseline = \"{b}\" names no layout; the layouts are {}",
@@ -153,7 +164,9 @@ impl Experiment {
         distinct("clients", &a.clients)?;
         distinct("fillfactors", &a.fillfactors)?;
         if let Some(ff) = a.fillfactors.iter().find(|f| !(10..=100).contains(*f)) {
-            return Err(invalid(format!("fillfactor must be between 10 and 100, not {ff}")));
+            return Err(invalid(format!(
+                "fillfactor must be between 10 and 100, not {ff}"
+            )));
         }
         if a.repetitions < 1 || a.repetitions > 100 {
             return Err(invalid(format!(
@@ -162,7 +175,10 @@ impl Experiment {
             )));
         }
         if a.scale < 1 {
-            return Err(invalid(format!("scale must be at least 1, not {}", a.scale)));
+            return Err(invalid(format!(
+                "scale must be at least 1, not {}",
+                a.scale
+            )));
         }
         if a.jobs < 1 {
             return Err(invalid(format!("jobs must be at least 1, not {}", a.jobs)));
@@ -267,7 +283,10 @@ impl Experiment {
         };
         let what = match step {
             Step::Init { fillfactor } => {
-                format!("pgbench -i at scale {} and fillfactor {fillfactor}", self.scale)
+                format!(
+                    "pgbench -i at scale {} and fillfactor {fillfactor}",
+                    self.scale
+                )
             }
             Step::Sizes { fillfactor, layout } => {
                 format!("{}layout {}", ff(fillfactor), self.layouts[layout].name)
@@ -364,7 +383,11 @@ pub fn parse_layouts(v: &serde_json::Value) -> Result<Vec<Layout>> {
                     .as_str()
                     .filter(|s| !s.is_empty())
                     .map(String::from)
-                    .ok_or_else(|| invalid(format!("layout \"{name}\": {key} must be a tablespace's name, not {value}")))
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "layout \"{name}\": {key} must be a tablespace's name, not {value}"
+                        ))
+                    })
             };
             match key.as_str() {
                 "tables" => placement.tables = Some(tablespace()?),
@@ -398,11 +421,9 @@ fn parse_settings(layout: &str, v: &serde_json::Value) -> Result<Vec<(String, St
                 serde_json::Value::String(s) => s.clone(),
                 serde_json::Value::Number(n) => n.to_string(),
                 serde_json::Value::Bool(b) => (if *b { "on" } else { "off" }).to_string(),
-                _ => {
-                    return Err(invalid(format!(
-                        "layout \"{layout}\": setting {k} must be a string, number or boolean, not {v}"
-                    )))
-                }
+                _ => return Err(invalid(format!(
+                    "layout \"{layout}\": setting {k} must be a string, number or boolean, not {v}"
+                ))),
             };
             Ok((k.clone(), value))
         })
@@ -415,7 +436,10 @@ pub fn pgoptions(placement: &Placement) -> Option<String> {
     let mut settings: Vec<(String, String)> = placement.settings.clone();
     if let Some(t) = &placement.temp {
         // temp_tablespaces is a list of identifiers: quoted, so that any name works
-        settings.push(("temp_tablespaces".into(), format!("\"{}\"", t.replace('"', "\"\""))));
+        settings.push((
+            "temp_tablespaces".into(),
+            format!("\"{}\"", t.replace('"', "\"\"")),
+        ));
     }
     if settings.is_empty() {
         return None;
@@ -467,7 +491,10 @@ mod tests {
         assert_eq!(e.layouts[1].placement.indexes.as_deref(), Some("ram"));
         assert_eq!(
             e.layouts[1].placement.settings,
-            vec![("synchronous_commit".into(), "off".into()), ("work_mem".into(), "8192".into())]
+            vec![
+                ("synchronous_commit".into(), "off".into()),
+                ("work_mem".into(), "8192".into())
+            ]
         );
         assert_eq!(e.duration_s, 60);
         assert_eq!(e.warmup_s, 10);
@@ -484,9 +511,17 @@ mod tests {
         let e = Experiment::new(args(&layouts, &json!({}))).unwrap();
         assert_eq!(e.layouts[0].name, "raid6-everything");
         assert_eq!(e.layouts[1].placement.indexes.as_deref(), Some("r1"));
-        for bad in [json!([{"tables": "x"}]), json!([{"name": "a"}, {"name": "a"}]), json!([])] {
+        for bad in [
+            json!([{"tables": "x"}]),
+            json!([{"name": "a"}, {"name": "a"}]),
+            json!([]),
+        ] {
             let err = parse_layouts(&bad).unwrap_err();
-            assert_eq!(err.state, crate::error::SqlState::InvalidParameterValue, "{bad}");
+            assert_eq!(
+                err.state,
+                crate::error::SqlState::InvalidParameterValue,
+                "{bad}"
+            );
         }
     }
 
@@ -511,8 +546,14 @@ mod tests {
             (json!({"a": 1}), "must be an object"),
             (json!({"a": {"table": "x"}}), "unknown key \"table\""),
             (json!({"a": {"tables": 3}}), "tablespace's name"),
-            (json!({"a": {"settings": {"x": [1]}}}), "string, number or boolean"),
-            (json!({"a": {"settings": "x"}}), "settings must be an object"),
+            (
+                json!({"a": {"settings": {"x": [1]}}}),
+                "string, number or boolean",
+            ),
+            (
+                json!({"a": {"settings": "x"}}),
+                "settings must be an object",
+            ),
         ] {
             let e = Experiment::new(args(&l, &o)).unwrap_err();
             assert_eq!(e.state.code(), "22023");
@@ -531,7 +572,10 @@ mod tests {
             assert_eq!(e.state.code(), "22023");
             assert!(e.message.contains(says), "{} should say {says}", e.message);
         };
-        check(&|a| a.repetitions = 0, "repetitions must be between 1 and 100");
+        check(
+            &|a| a.repetitions = 0,
+            "repetitions must be between 1 and 100",
+        );
         check(&|a| a.clients = vec![0], "clients must be at least 1");
         check(&|a| a.clients = vec![], "at least one number of clients");
         check(&|a| a.clients = vec![4, 4], "lists 4 twice");
@@ -547,7 +591,10 @@ mod tests {
         let e = Experiment::new(args(&l, &bad)).unwrap_err();
         assert!(e.message.contains("alternating"), "{}", e.message);
         let bad = json!({"speed": 1});
-        assert!(Experiment::new(args(&l, &bad)).unwrap_err().message.contains("unknown option"));
+        assert!(Experiment::new(args(&l, &bad))
+            .unwrap_err()
+            .message
+            .contains("unknown option"));
     }
 
     #[test]
@@ -592,16 +639,36 @@ mod tests {
         assert_eq!(s.len(), 2 * (1 + 2 + 4));
         assert_eq!(s[0], Step::Init { fillfactor: 100 });
         // the last layout sized is the first one the runs use: no extra move
-        assert_eq!(s[2], Step::Sizes { fillfactor: 100, layout: 0 });
-        assert_eq!(s[3], Step::Run { fillfactor: 100, repetition: 1, layout: 0, clients: 8 });
+        assert_eq!(
+            s[2],
+            Step::Sizes {
+                fillfactor: 100,
+                layout: 0
+            }
+        );
+        assert_eq!(
+            s[3],
+            Step::Run {
+                fillfactor: 100,
+                repetition: 1,
+                layout: 0,
+                clients: 8
+            }
+        );
         assert_eq!(s[7], Step::Init { fillfactor: 70 });
         assert_eq!(
             e.describe(s[4], "measured run"),
             "fillfactor 100, repetition 1/2, layout bb, clients 8: measured run"
         );
         // pgbench -i names its fillfactor once; no phase, no colon
-        assert_eq!(e.describe(s[7], ""), "pgbench -i at scale 10 and fillfactor 70");
-        assert_eq!(e.describe(s[7], "done"), "pgbench -i at scale 10 and fillfactor 70: done");
+        assert_eq!(
+            e.describe(s[7], ""),
+            "pgbench -i at scale 10 and fillfactor 70"
+        );
+        assert_eq!(
+            e.describe(s[7], "done"),
+            "pgbench -i at scale 10 and fillfactor 70: done"
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use crate::error::{invalid, Result};
-use crate::probe::{IoEngine, SyncMethod, Workload, MAX_IODEPTH, MAX_PRECISION_PCT, MIN_PRECISION_PCT};
+use crate::probe::{
+    IoEngine, SyncMethod, Workload, MAX_IODEPTH, MAX_PRECISION_PCT, MIN_PRECISION_PCT,
+};
 
 pub const MAX_BLOCK_SIZE: i64 = 1024 * 1024;
 pub const MAX_WORKERS: i64 = 64;
@@ -132,7 +134,7 @@ fn queue(raw: &RawProbeArgs, workload: Workload, sync: SyncMethod) -> Result<(u3
 pub fn precision(pct: Option<f64>) -> Result<Option<f64>> {
     match pct {
         Some(p) if !(MIN_PRECISION_PCT..=MAX_PRECISION_PCT).contains(&p) => Err(invalid(format!(
-            "precision must be NULL (run for the whole duration) or between {MIN_PRECISION_PCT} and {MAX_PRECISION_PCT} percent, not {p}"
+            "precision_pct must be NULL (run for the whole duration) or between {MIN_PRECISION_PCT} and {MAX_PRECISION_PCT} percent, not {p}"
         ))),
         other => Ok(other),
     }
@@ -141,7 +143,9 @@ pub fn precision(pct: Option<f64>) -> Result<Option<f64>> {
 /// profile()'s queue depths: at least one, each within 1..=MAX_IODEPTH.
 pub fn iodepths(depths: &[Option<i32>]) -> Result<Vec<u32>> {
     if depths.is_empty() {
-        return Err(invalid("iodepths must list at least one depth, e.g. '{1,8,32}'"));
+        return Err(invalid(
+            "iodepths must list at least one depth, e.g. '{1,8,32}'",
+        ));
     }
     depths
         .iter()
@@ -346,11 +350,20 @@ mod tests {
         assert_eq!(precision(None).unwrap(), None);
         assert_eq!(precision(Some(2.5)).unwrap(), Some(2.5));
         for bad in [0.0, -1.0, 0.05, 50.5, f64::NAN, f64::INFINITY] {
-            assert!(precision(Some(bad)).unwrap_err().message.contains("between 0.1 and 50"), "{bad}");
+            assert!(
+                precision(Some(bad))
+                    .unwrap_err()
+                    .message
+                    .contains("between 0.1 and 50"),
+                "{bad}"
+            );
         }
         assert_eq!(iodepths(&[Some(1), Some(32)]).unwrap(), vec![1, 32]);
         assert!(iodepths(&[]).unwrap_err().message.contains("at least one"));
-        assert!(iodepths(&[Some(300)]).unwrap_err().message.contains("between 1 and 256"));
+        assert!(iodepths(&[Some(300)])
+            .unwrap_err()
+            .message
+            .contains("between 1 and 256"));
         assert!(iodepths(&[None]).unwrap_err().message.contains("NULL"));
     }
 
