@@ -41,6 +41,7 @@ test: deps
 # alternating order buys over a fixed one (about 35 minutes).
 bench: install lab
 	bench/probe_vs_fio
+	bench/suite_precision
 	bench/harness_overhead
 	bench/experiment_order
 	bench/scale

@@ -1,5 +1,6 @@
--- storlab 0.4.0 -> 0.5.0: queued probes (io_uring at a queue depth) and
--- probes that stop once precise. Stored rows are kept: existing probes get
+-- storlab 0.4.0 -> 0.5.0: queued probes (io_uring at a queue depth),
+-- probes that stop once precise, and storage checks for CI (check,
+-- baseline, regressions). Stored rows are kept: existing probes get
 -- iodepth 1 and engine psync (what they ran with) and no precision figures.
 -- probe(), profile() and compare_tablespaces() gain arguments (and
 -- compare_tablespaces a column), so they are made anew; whatever EXECUTE a
@@ -118,3 +119,88 @@ $$;
 DROP FUNCTION storlab.probe_0_4(name, text, integer, interval, integer, bigint, boolean, text, text);
 DROP FUNCTION storlab.profile_0_4(name, interval, integer[]);
 DROP FUNCTION storlab.compare_tablespaces_0_4(interval, interval);
+
+-- Storage checks for CI: baselines and the functions that take and read them.
+-- Baselines for storage checks in CI: a labelled standard suite, taken once
+-- on known-good storage, that regressions() compares today's figures with.
+CREATE TABLE storlab.baselines (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    label             text        NOT NULL UNIQUE CHECK (label <> ''),
+    tablespaces       name[]      NOT NULL,
+    duration_s        float8      NOT NULL,   -- the upper bound of each probe
+    repetitions       integer     NOT NULL CHECK (repetitions > 0),
+    system_identifier bigint      NOT NULL,
+    hostname          text        NOT NULL,
+    taken_at          timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE storlab.baselines IS 'Labelled standard suites taken by storlab.baseline(); storlab.regressions() compares new figures with them. Deleting a row deletes its links to its probes (the probes stay)';
+
+CREATE TABLE storlab.baseline_probes (
+    baseline_id bigint  NOT NULL REFERENCES storlab.baselines (id) ON DELETE CASCADE,
+    probe_id    bigint  NOT NULL REFERENCES storlab.probes (id) ON DELETE CASCADE,
+    repetition  integer NOT NULL CHECK (repetition > 0),
+    PRIMARY KEY (baseline_id, probe_id)
+);
+COMMENT ON TABLE storlab.baseline_probes IS 'The probes of each baseline, by repetition';
+
+-- Stored results are the user's data: pg_dump keeps them.
+SELECT pg_catalog.pg_extension_config_dump('storlab.baselines', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.baselines_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.baseline_probes', '');
+
+CREATE FUNCTION storlab."check"(
+	"tablespace" name, /* Option < Name > */
+	"workload" TEXT, /* Option < String > */
+	"metric" TEXT, /* Option < String > */
+	"op" TEXT, /* Option < String > */
+	"threshold" double precision, /* Option < f64 > */
+	"duration" interval DEFAULT '2 seconds', /* Option < Interval > */
+	"repetitions" INT DEFAULT 3 /* Option < i32 > */
+) RETURNS TABLE (
+	"ok" bool,  /* bool */
+	"description" TEXT,  /* String */
+	"measured" double precision,  /* Option < f64 > */
+	"probe_ids" bigint[]  /* Vec < i64 > */
+)
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'check_wrapper';
+
+CREATE FUNCTION storlab."baseline"(
+	"label" TEXT, /* Option < String > */
+	"tablespaces" name[] DEFAULT NULL, /* :: std :: option :: Option < Vec < Option < Name > > > */
+	"duration" interval DEFAULT '2 seconds', /* Option < Interval > */
+	"repetitions" INT DEFAULT 5 /* Option < i32 > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'baseline_wrapper';
+
+CREATE FUNCTION storlab."regressions"(
+	"baseline" TEXT, /* Option < String > */
+	"tablespaces" name[] DEFAULT NULL, /* :: std :: option :: Option < Vec < Option < Name > > > */
+	"max_change_pct" double precision DEFAULT 10, /* Option < f64 > */
+	"duration" interval DEFAULT '2 seconds', /* Option < Interval > */
+	"repetitions" INT DEFAULT 5 /* Option < i32 > */
+) RETURNS TABLE (
+	"tablespace" name,  /* Name */
+	"workload" TEXT,  /* String */
+	"metric" TEXT,  /* String */
+	"baseline" double precision,  /* f64 */
+	"now" double precision,  /* f64 */
+	"change_pct" double precision,  /* Option < f64 > */
+	"p_value" double precision,  /* Option < f64 > */
+	"regressed" bool,  /* bool */
+	"description" TEXT  /* String */
+)
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'regressions_wrapper';
+
+REVOKE ALL ON FUNCTION storlab.check(name, text, text, text, double precision, interval, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.baseline(text, name[], interval, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.regressions(text, name[], double precision, interval, integer) FROM PUBLIC;
+GRANT SELECT ON storlab.baselines, storlab.baseline_probes TO pg_monitor;

@@ -14,6 +14,8 @@ pub enum SqlState {
     NullValueNotAllowed,
     /// 42704
     UndefinedObject,
+    /// 42710: a baseline of that label exists
+    DuplicateObject,
     /// 42P01
     UndefinedTable,
     /// 3F000
@@ -46,6 +48,7 @@ impl SqlState {
             SqlState::InvalidParameterValue => "22023",
             SqlState::NullValueNotAllowed => "22004",
             SqlState::UndefinedObject => "42704",
+            SqlState::DuplicateObject => "42710",
             SqlState::UndefinedTable => "42P01",
             SqlState::InvalidSchemaName => "3F000",
             SqlState::InsufficientPrivilege => "42501",

@@ -46,6 +46,11 @@ extension_sql_file!(
     name = "experiments",
     requires = ["jobs"]
 );
+extension_sql_file!(
+    "../sql/catalog/checks.sql",
+    name = "checks",
+    requires = ["experiments"]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).

@@ -2,10 +2,11 @@
 # Stored results are the user's data (TAP output, run by scripts/test with prove):
 #   1. pg_dump / pg_restore of a database keeps every stored probe, move, job,
 #      run and progress row, and the sequences go on after the restored ids;
-#   2. a server on each earlier release (0.1.0, 0.2.0, 0.3.0) with stored results
+#   2. a server on each earlier release (0.1.0 .. 0.4.0) with stored results
 #      runs ALTER EXTENSION storlab UPDATE: the rows are intact, and the
 #      extension's objects are exactly a fresh install's, as
 #      pg_dump --schema-only --binary-upgrade prints them.
+#   3. EXECUTE granted on a function an update makes anew is granted on the new one.
 # Needs the lab (PGHOST, PGPORT, PGUSER) and, for part 2, a writable
 # extension folder for the old install scripts (root); without it part 2 is skipped.
 set -uo pipefail
@@ -36,6 +37,8 @@ SELECT string_agg(t || '=' || v, ' ' ORDER BY t) FROM (
   UNION ALL SELECT 'bench_progress', count(*) || ':' || md5(coalesce(string_agg(g::text, '|' ORDER BY run_id, t_s), '')) FROM storlab.bench_progress g
   UNION ALL SELECT 'experiments', count(*) || ':' || md5(coalesce(string_agg(e::text, '|' ORDER BY id), '')) FROM storlab.experiment_records e
   UNION ALL SELECT 'experiment_sizes', count(*) || ':' || md5(coalesce(string_agg(z::text, '|' ORDER BY experiment_id, fillfactor, layout, relation_name), '')) FROM storlab.experiment_sizes z
+  UNION ALL SELECT 'baselines', count(*) || ':' || md5(coalesce(string_agg(b::text, '|' ORDER BY id), '')) FROM storlab.baselines b
+  UNION ALL SELECT 'baseline_probes', count(*) || ':' || md5(coalesce(string_agg(l::text, '|' ORDER BY baseline_id, probe_id), '')) FROM storlab.baseline_probes l
 ) x
 SQL
 }
@@ -87,15 +90,30 @@ CALL storlab.bench('select-only', 1, 1, '2 s');
 CALL storlab.experiment('dump', '{"ram": {"indexes": "lab_ram"}, "disk": {"indexes": "lab_disk"}}', 'select-only',
                         '{1}', 1, '1 s', 1, '0 s', 1);
 DROP TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, storlab_bench_append;
+SET storlab.suite_file_size = '4MB';
+SELECT storlab.baseline('dump', '{lab_ram}', '100 ms', 1);
 SQL
 }
 
-# The results an older server holds: a probe and a move, and the job, run
-# and progress rows as its worker wrote them (today's library writes
-# today's tables). 0.1.0 keeps jobs in storlab.jobs, later ones in
-# storlab.job_records.
+# The results an older server holds: a move, and a probe and the job, run
+# and progress rows as its library wrote them (today's library writes
+# today's tables, and its probe() takes today's arguments). 0.1.0 keeps
+# jobs in storlab.jobs, later ones in storlab.job_records.
 store_old_results() {
-  store_probe_and_move "$1"
+  sql "$1" <<'SQL'
+SET client_min_messages = warning;
+CREATE SCHEMA scratch;
+CREATE TABLE scratch.moved (id int PRIMARY KEY, v text);
+SELECT count(*) FROM storlab.move('scratch.moved', 'lab_ram');
+DROP SCHEMA scratch CASCADE;
+INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method, writes_per_sync,
+                            file_size, duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us, lat_p90_us,
+                            lat_p99_us, lat_p999_us, lat_max_us, histogram, env, label, system_identifier, hostname,
+                            started_at, suite)
+VALUES ('lab_ram', '/dev/shm/x/pgsql_tmp', 'randwrite', 8192, 1, false, 'none', 1, 1048576, 0.2, 1000, 8192000,
+        5000, 39.06, 190.5, 180.0, 250.0, 400.0, 900.0, 1500.0, '\x00', '{"kind": "tablespace"}', NULL,
+        (SELECT system_identifier FROM pg_control_system()), 'lab', clock_timestamp(), 'standard');
+SQL
   local jobs=storlab.job_records
   [[ $(sql "$1" -c "SELECT to_regclass('storlab.job_records') IS NULL") == t ]] && jobs=storlab.jobs
   sql "$1" -v jobs="$jobs" <<'SQL'
@@ -120,21 +138,22 @@ old_kinds="SELECT (SELECT count(*) FROM storlab.probes) > 0 AND (SELECT count(*)
                   AND (SELECT count(*) FROM storlab.bench_progress) > 0"
 all_kinds="$old_kinds AND (SELECT count(*) FROM storlab.experiment_records) > 0
                       AND (SELECT count(*) FROM storlab.experiment_sizes) > 0
-                      AND (SELECT count(*) FROM storlab.bench_runs WHERE experiment_id IS NOT NULL) > 0"
+                      AND (SELECT count(*) FROM storlab.bench_runs WHERE experiment_id IS NOT NULL) > 0
+                      AND (SELECT count(*) FROM storlab.baseline_probes) > 0"
 
 # every comparison below would pass with two empty sides: no server, no test
 if ! "$PG_BIN/psql" -X -q -At -d postgres -c "SELECT 1" >/dev/null 2>&1; then
   echo "Bail out! cannot reach the lab's server (PGHOST=${PGHOST:-unset}, PGPORT=${PGPORT:-unset})"
   exit 1
 fi
-echo "1..$((3 + 8 * ${#OLDS[@]}))"
+echo "1..$((4 + 8 * ${#OLDS[@]}))"
 
 # 1. pg_dump and pg_restore
 fresh_db storlab_dump_src
 sql storlab_dump_src -c "CREATE EXTENSION storlab" >/dev/null
 store_results storlab_dump_src >/dev/null
 before=$(fingerprint storlab_dump_src)
-is "$(sql storlab_dump_src -c "$all_kinds")" t "the source database holds probes, moves, a job, a run and its progress rows, an experiment"
+is "$(sql storlab_dump_src -c "$all_kinds")" t "the source database holds probes, moves, a job, a run and its progress rows, an experiment, a baseline"
 "$PG_BIN/pg_dump" -Fc -f "$WORK/src.dump" storlab_dump_src
 fresh_db storlab_dump_dst
 "$PG_BIN/pg_restore" -d storlab_dump_dst "$WORK/src.dump"
@@ -181,13 +200,25 @@ update_from() {
   fi
   config="SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'"
   is "$(sql storlab_upgrade -c "$config")" "$(sql storlab_fresh -c "$config")" "and the same tables and sequences are registered for pg_dump"
-  is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 11 \
-    "eleven of them: seven tables, four sequences"
+  is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 14 \
+    "fourteen of them: nine tables, five sequences"
   sql postgres -c "DROP DATABASE storlab_upgrade" -c "DROP DATABASE storlab_fresh"
 }
 
 if ! for old in "${OLDS[@]}"; do cp "sql/versions/storlab--$old.sql" "$EXT_DIR/" || exit 1; done 2>/dev/null; then
-  for ((i = 4; i <= 3 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
+  for ((i = 4; i <= 4 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
   exit 0
 fi
 for old in "${OLDS[@]}"; do update_from "$old"; done
+
+# 3. An update that makes probe() anew keeps what a DBA granted on the old one.
+fresh_db storlab_grants
+sql storlab_grants -c "CREATE EXTENSION storlab VERSION '0.4.0'" \
+    -c "DROP ROLE IF EXISTS storlab_granted_prober" -c "CREATE ROLE storlab_granted_prober" \
+    -c "GRANT EXECUTE ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text) TO storlab_granted_prober" \
+    -c "ALTER EXTENSION storlab UPDATE" >/dev/null
+is "$(sql storlab_grants -c "SELECT has_function_privilege('storlab_granted_prober',
+      'storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real)', 'EXECUTE')
+      AND NOT has_function_privilege('public', 'storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real)', 'EXECUTE')")" \
+  t "EXECUTE granted on 0.4.0's probe() is granted on 0.5.0's, and still not to PUBLIC"
+sql postgres -c "DROP DATABASE storlab_grants" -c "DROP ROLE storlab_granted_prober" >/dev/null

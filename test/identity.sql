@@ -145,6 +145,10 @@ SELECT storlab.cancel(:own_job) AS cancelled_own \gset
 -- reading: charts and advice
 SELECT storlab.chart_svg('tablespaces') IS NOT NULL AS drawn, storlab.chart_svg('experiment', :experiment_id) IS NOT NULL AS drawn;
 SELECT count(*) FROM storlab.recommend();
+-- checks for CI: a check, a baseline and its regressions
+SELECT count(*) FROM storlab.check('lab_ram', 'randread', 'iops', '>', 0, '50 ms', 1);
+SELECT storlab.baseline('tap identity', '{lab_ram}', '50 ms', 2) IS NOT NULL AS taken;
+SELECT count(*) FROM storlab.regressions('tap identity', duration => '50 ms', repetitions => 2);
 RESET search_path;
 RESET ROLE;
 

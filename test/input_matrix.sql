@@ -52,7 +52,12 @@ INSERT INTO vals VALUES
   ('regclass', 0, $$'public.matrix_t'$$), ('regclass', 1, 'NULL'), ('regclass', 2, $$'pg_class'$$),
   ('regclass', 3, $$'pg_toast.pg_toast_1255'$$), ('regclass', 4, $$'pg_stat_activity'$$),
   ('timestamp with time zone', 0, 'now()'), ('timestamp with time zone', 1, 'NULL'),
-  ('timestamp with time zone', 2, $$'infinity'$$), ('timestamp with time zone', 3, $$'-infinity'$$);
+  ('timestamp with time zone', 2, $$'infinity'$$), ('timestamp with time zone', 3, $$'-infinity'$$),
+  ('double precision', 0, '1'), ('double precision', 1, 'NULL'), ('double precision', 2, '-1'),
+  ('double precision', 3, $$'NaN'$$), ('double precision', 4, $$'Infinity'$$), ('double precision', 5, '1e308'),
+  ('real', 0, '5'), ('real', 1, 'NULL'), ('real', 2, '0'), ('real', 3, '-1'), ('real', 4, $$'NaN'$$),
+  ('name[]', 0, $$'{lab_ram}'$$), ('name[]', 1, 'NULL'), ('name[]', 2, $$'{}'$$), ('name[]', 3, $$'{NULL}'$$),
+  ('name[]', 4, $$'{no_such_thing}'$$), ('name[]', 5, $$'{pg_global}'$$);
 
 -- Where a function's first value of a type would fail its first check
 -- (a workload 'x', a 2 s probe above the 1 s limit), every other value
@@ -66,7 +71,10 @@ INSERT INTO base VALUES
   ('bench_start', 'script', $$'select-only'$$), ('bench_start', 'duration', $$'1 s'$$),
   ('experiment_start', 'name', $$'matrix'$$), ('experiment_start', 'layouts', $$'{"a": {}}'$$),
   ('experiment_start', 'script', $$'select-only'$$), ('experiment_start', 'duration', $$'1 s'$$),
-  ('experiment_start', 'warmup', $$'0 s'$$), ('chart_svg', 'kind', $$'experiment'$$);
+  ('experiment_start', 'warmup', $$'0 s'$$), ('chart_svg', 'kind', $$'experiment'$$),
+  ('check', 'workload', $$'randread'$$), ('check', 'metric', $$'iops'$$), ('check', 'op', $$'>='$$),
+  ('check', 'duration', $$'20 ms'$$), ('baseline', 'tablespaces', $$'{lab_ram}'$$), ('baseline', 'duration', $$'20 ms'$$),
+  ('baseline', 'repetitions', '1'), ('regressions', 'duration', $$'20 ms'$$), ('regressions', 'repetitions', '1');
 
 -- Every call: the function with one argument varied at a time, the others
 -- at their base value, their default, or the type's first value.

@@ -91,6 +91,13 @@ REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real) FRO
 -- Stored results are read-only reports.
 GRANT SELECT ON storlab.probes TO pg_monitor;
 
+-- Checks probe (and baselines store): not for PUBLIC, as probes; the
+-- baselines are read-only reports.
+REVOKE ALL ON FUNCTION storlab.check(name, text, text, text, double precision, interval, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.baseline(text, name[], interval, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.regressions(text, name[], double precision, interval, integer) FROM PUBLIC;
+GRANT SELECT ON storlab.baselines, storlab.baseline_probes TO pg_monitor;
+
 -- Relocation moves relations (as their owner could by hand): not for PUBLIC.
 REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean) FROM PUBLIC;

@@ -5,6 +5,7 @@
 pub mod advice;
 pub mod bench;
 pub mod chart;
+pub mod checks;
 pub mod experiment;
 pub mod latency;
 pub mod probe;

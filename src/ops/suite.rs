@@ -40,7 +40,7 @@ fn suite_file_for(target: &Target, min_bytes: u64) -> u64 {
 /// One suite's scratch file size on a target, decided once: every workload
 /// of the suite is measured on a file of the same size, whatever the free
 /// space does meanwhile (each probe still checks that its file fits).
-fn suite_file_once(target: &Target, max_workers: usize) -> u64 {
+pub(crate) fn suite_file_once(target: &Target, max_workers: usize) -> u64 {
     let need = SUITE
         .iter()
         .map(|i| (i.block_size * max_workers) as u64)
@@ -85,7 +85,7 @@ pub struct SuiteRun<'a> {
 /// Measures one suite item. A queued item where io_uring is switched off
 /// runs instead as iodepth x workers psync workers (as many requests in
 /// flight, as fio's numjobs would keep), with a NOTICE saying so.
-fn measure_item(
+pub(crate) fn measure_item(
     target: &Target,
     item: &SuiteItem,
     workers: usize,

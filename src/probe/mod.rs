@@ -42,6 +42,7 @@ mod test_dirs;
 
 pub use buffer::{AlignedBuf, BUFFER_ALIGN};
 pub use engine::{run_probe, ProbeResult, ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS};
+pub(crate) use error::parse_name;
 pub use error::ProbeError;
 pub use histogram::{Histogram, HistogramError};
 pub use io_engine::{IoEngine, MAX_IODEPTH};

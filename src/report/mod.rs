@@ -1,5 +1,6 @@
 //! Turning stored figures into comparisons. Pure Rust, no PostgreSQL.
 
+pub mod checks;
 pub mod compare;
 pub mod experiment;
 pub mod latency;

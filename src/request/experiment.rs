@@ -421,9 +421,11 @@ fn parse_settings(layout: &str, v: &serde_json::Value) -> Result<Vec<(String, St
                 serde_json::Value::String(s) => s.clone(),
                 serde_json::Value::Number(n) => n.to_string(),
                 serde_json::Value::Bool(b) => (if *b { "on" } else { "off" }).to_string(),
-                _ => return Err(invalid(format!(
+                _ => {
+                    return Err(invalid(format!(
                     "layout \"{layout}\": setting {k} must be a string, number or boolean, not {v}"
-                ))),
+                )))
+                }
             };
             Ok((k.clone(), value))
         })

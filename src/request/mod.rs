@@ -4,6 +4,7 @@
 //! `#[pg_extern]` signatures only.
 
 pub mod bench;
+pub mod checks;
 pub mod experiment;
 pub mod job;
 pub mod probe;

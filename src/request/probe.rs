@@ -463,6 +463,23 @@ impl SuiteItem {
         self.sync == SyncMethod::None
     }
 
+    /// Its name in checks and regressions: the workload, with the depth
+    /// when queued ("randread_qd32").
+    pub fn name(&self) -> String {
+        match self.iodepth {
+            1 => self.workload.as_str().to_string(),
+            d => format!("{}_qd{d}", self.workload.as_str()),
+        }
+    }
+
+    /// The suite item of that name.
+    pub fn named(name: &str) -> Option<SuiteItem> {
+        SUITE
+            .iter()
+            .copied()
+            .find(|i| i.name().eq_ignore_ascii_case(name.trim()))
+    }
+
     /// The item at `iodepth`.
     pub fn at_depth(self, iodepth: u32) -> SuiteItem {
         SuiteItem { iodepth, ..self }

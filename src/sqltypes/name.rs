@@ -71,6 +71,21 @@ impl FromDatum for Name {
 
 impl_datum_abi!(Name, "name");
 
+// SAFETY: an element of a name[] is a pointer to a NUL-terminated NameData
+// inside the array, valid for the array's lifetime; the String copies it.
+unsafe impl pgrx::datum::UnboxDatum for Name {
+    type As<'src> = Name;
+
+    unsafe fn unbox<'src>(datum: pgrx::datum::Datum<'src>) -> Self::As<'src>
+    where
+        Self: 'src,
+    {
+        // SAFETY: see the impl's comment.
+        let s = unsafe { CStr::from_ptr(datum.sans_lifetime().cast_mut_ptr::<c_char>()) };
+        Name(s.to_string_lossy().into_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::clip;

@@ -1,0 +1,334 @@
+//! Storage checks for CI: a check of one figure against a threshold, a
+//! labelled baseline of the standard suite, and the regressions of today's
+//! figures against it. The verdicts are in `report::checks` (pure); this
+//! measures, stores and reads.
+
+use std::time::Duration;
+
+use pgrx::prelude::*;
+
+use super::error::{spi, Error, OrRaise, SqlState};
+use super::identity::as_owner;
+use super::server::{hostname, system_identifier};
+use super::suite::{measure_item, suite_file_once, SuiteRun};
+use super::targets::{all_targets, resolve, Target};
+use crate::report::checks::{judge, Metric, Verdict};
+use crate::request::probe::{SuiteItem, SUITE, SUITE_PRECISION_PCT};
+use crate::sqltypes::Name;
+
+/// Standard-suite figures younger than this stand in for a new probe in a
+/// check: a CI suite that checks several metrics of one workload probes once.
+pub const CHECK_REUSE_SECS: i64 = 60;
+
+fn run(duration: Duration, label: &'static str) -> SuiteRun<'static> {
+    SuiteRun {
+        duration,
+        precision_pct: Some(SUITE_PRECISION_PCT),
+        label,
+    }
+}
+
+/// Ids of the newest standard-suite probes of `item` on `target` younger
+/// than CHECK_REUSE_SECS, at most `n`.
+fn young_probes(target: &Target, item: &SuiteItem, n: usize) -> Vec<i64> {
+    as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT id FROM storlab.probes
+                  WHERE tablespace = $1 AND workload = $2 AND block_size = $3 AND sync_method = $4
+                    AND workers = 1 AND iodepth = $5 AND suite = 'standard' AND ops > 0
+                    AND system_identifier = $6
+                    AND started_at > pg_catalog.now() - pg_catalog.make_interval(secs => $7)
+                  ORDER BY started_at DESC LIMIT $8",
+                None,
+                &[
+                    Name(target.name.clone()).into(),
+                    item.workload.as_str().into(),
+                    (item.block_size as i32).into(),
+                    item.sync.as_str().into(),
+                    (item.iodepth as i32).into(),
+                    system_identifier().into(),
+                    (CHECK_REUSE_SECS as f64).into(),
+                    (n as i64).into(),
+                ],
+            )?
+            .map(|r| r.get::<i64>(1).map(|v| v.expect("id")))
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(spi("reading recent probes"))
+        .or_raise()
+    })
+}
+
+/// `repetitions` probes of `item` on `target`: young standard-suite ones
+/// first, the rest measured now.
+pub fn check_probes(
+    target: &Target,
+    item: &SuiteItem,
+    duration: Duration,
+    repetitions: usize,
+) -> Vec<i64> {
+    let mut ids = young_probes(target, item, repetitions);
+    let file_size = suite_file_once(target, 1);
+    while ids.len() < repetitions {
+        ids.push(measure_item(target, item, 1, file_size, run(duration, "check")).or_raise());
+    }
+    ids.sort_unstable();
+    ids
+}
+
+/// The values of one metric of stored probes, in id order (NULLs skipped).
+pub fn metric_values(ids: &[i64], metric: Metric) -> Vec<f64> {
+    as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                &format!(
+                    "SELECT {} FROM storlab.probes WHERE id = ANY($1) ORDER BY id",
+                    metric.as_str()
+                ),
+                None,
+                &[ids.to_vec().into()],
+            )?
+            .map(|r| r.get::<f64>(1))
+            .filter_map(|v| v.transpose())
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(spi("reading stored probes"))
+        .or_raise()
+    })
+}
+
+/// The standard suite `repetitions` times on `targets`, repetition after
+/// repetition (so that a drift over the run spreads over every tablespace
+/// alike).
+fn suite_repetitions(targets: &[Target], repetitions: usize, run: SuiteRun) -> Vec<Measured> {
+    let sizes: Vec<u64> = targets.iter().map(|t| suite_file_once(t, 1)).collect();
+    let mut out = Vec::new();
+    for repetition in 1..=repetitions {
+        for (target, (t, size)) in targets.iter().zip(&sizes).enumerate() {
+            for (item, i) in SUITE.iter().enumerate() {
+                let id = measure_item(t, i, 1, *size, run).or_raise();
+                out.push(Measured {
+                    repetition,
+                    target,
+                    item,
+                    id,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One probe of a suite repetition: which repetition, target and item (by
+/// index) it measured.
+struct Measured {
+    repetition: usize,
+    target: usize,
+    item: usize,
+    id: i64,
+}
+
+fn baseline_id(label: &str) -> Option<i64> {
+    as_owner(|| {
+        Spi::get_one_with_args::<i64>(
+            "SELECT (SELECT id FROM storlab.baselines WHERE label = $1)",
+            &[label.into()],
+        )
+        .map_err(spi("reading the baselines"))
+        .or_raise()
+    })
+}
+
+/// The targets a baseline is taken on: every tablespace and pg_wal, or
+/// the ones named (each must exist).
+pub fn targets_of(names: Option<Vec<Option<Name>>>) -> Vec<Target> {
+    match names {
+        None => all_targets(),
+        Some(names) => {
+            if names.is_empty() {
+                Error::new(
+                    SqlState::InvalidParameterValue,
+                    "tablespaces must name at least one tablespace, or be NULL for all of them",
+                )
+                .raise();
+            }
+            let mut out: Vec<Target> = Vec::new();
+            for n in names {
+                let Some(n) = n else {
+                    Error::new(
+                        SqlState::NullValueNotAllowed,
+                        "tablespaces must not contain NULL",
+                    )
+                    .raise()
+                };
+                let t = resolve(n.as_str()).or_raise();
+                if !out.iter().any(|o| o.name == t.name) {
+                    out.push(t);
+                }
+            }
+            out
+        }
+    }
+}
+
+/// Runs and stores a labelled baseline; its id.
+pub fn take_baseline(
+    label: &str,
+    targets: &[Target],
+    duration: Duration,
+    repetitions: usize,
+) -> i64 {
+    if baseline_id(label).is_some() {
+        Error::new(SqlState::DuplicateObject, format!("baseline \"{label}\" already exists"))
+            .with_hint(format!(
+                "Take it under another label, or remove the old one first: DELETE FROM storlab.baselines WHERE label = '{}'",
+                label.replace('\'', "''")
+            ))
+            .raise();
+    }
+    let names: Vec<Name> = targets.iter().map(|t| Name(t.name.clone())).collect();
+    let id = as_owner(|| {
+        Spi::get_one_with_args::<i64>(
+            "INSERT INTO storlab.baselines (label, tablespaces, duration_s, repetitions, system_identifier, hostname)
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            &[
+                label.into(),
+                names.into(),
+                duration.as_secs_f64().into(),
+                (repetitions as i32).into(),
+                system_identifier().into(),
+                hostname().into(),
+            ],
+        )
+        .map_err(spi("storing the baseline"))
+        .or_raise()
+        .expect("INSERT ... RETURNING id")
+    });
+    let probes = suite_repetitions(targets, repetitions, run(duration, "baseline"));
+    let (reps, ids): (Vec<i32>, Vec<i64>) =
+        probes.iter().map(|m| (m.repetition as i32, m.id)).unzip();
+    as_owner(|| {
+        Spi::run_with_args(
+            "INSERT INTO storlab.baseline_probes (baseline_id, probe_id, repetition)
+             SELECT $1, p, r FROM ROWS FROM (pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::int4[])) AS u(p, r)",
+            &[id.into(), ids.into(), reps.into()],
+        )
+        .map_err(spi("storing the baseline's probes"))
+        .or_raise()
+    });
+    id
+}
+
+/// One row of regressions().
+pub struct Regression {
+    pub tablespace: String,
+    pub item: SuiteItem,
+    pub metric: Metric,
+    pub verdict: Verdict,
+}
+
+/// The baseline's stored probe ids of one item on one tablespace.
+fn baseline_probes(baseline: i64, tablespace: &str, item: &SuiteItem) -> Vec<i64> {
+    as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT p.id FROM storlab.baseline_probes b JOIN storlab.probes p ON p.id = b.probe_id
+                  WHERE b.baseline_id = $1 AND p.tablespace = $2 AND p.workload = $3 AND p.block_size = $4
+                    AND p.sync_method = $5 AND p.workers * p.iodepth = $6 AND (p.workers = 1 OR p.iodepth = 1)
+                  ORDER BY p.id",
+                None,
+                &[
+                    baseline.into(),
+                    Name(tablespace.to_string()).into(),
+                    item.workload.as_str().into(),
+                    (item.block_size as i32).into(),
+                    item.sync.as_str().into(),
+                    (item.iodepth as i32).into(),
+                ],
+            )?
+            .map(|r| r.get::<i64>(1).map(|v| v.expect("id")))
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(spi("reading the baseline's probes"))
+        .or_raise()
+    })
+}
+
+/// The baseline's tablespaces, or the named subset of them.
+fn baseline_targets(baseline: i64, label: &str, only: Option<Vec<Option<Name>>>) -> Vec<Target> {
+    let taken: Vec<String> = as_owner(|| {
+        Spi::get_one_with_args::<Vec<Name>>(
+            "SELECT tablespaces FROM storlab.baselines WHERE id = $1",
+            &[baseline.into()],
+        )
+        .map_err(spi("reading the baseline"))
+        .or_raise()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|n| n.0)
+        .collect()
+    });
+    let wanted = match only {
+        None => taken.iter().map(|t| resolve(t).or_raise()).collect(),
+        Some(names) => targets_of(Some(names)),
+    };
+    for t in &wanted {
+        if !taken.contains(&t.name) {
+            Error::new(
+                SqlState::InvalidParameterValue,
+                format!("baseline \"{label}\" has no figures of {}", t.name),
+            )
+            .with_detail(format!("It was taken on {}.", taken.join(", ")))
+            .raise();
+        }
+    }
+    wanted
+}
+
+/// Measures the baseline's tablespaces again and judges every figure.
+pub fn regressions(
+    label: &str,
+    only: Option<Vec<Option<Name>>>,
+    max_change_pct: f64,
+    duration: Duration,
+    repetitions: usize,
+) -> Vec<Regression> {
+    let Some(baseline) = baseline_id(label) else {
+        Error::new(SqlState::UndefinedObject, format!("baseline \"{label}\" does not exist"))
+            .with_hint("Take one with storlab.baseline(label) on known-good storage; storlab.baselines lists them.")
+            .raise()
+    };
+    let targets = baseline_targets(baseline, label, only);
+    let now = suite_repetitions(&targets, repetitions, run(duration, "regressions"));
+    let mut out = Vec::new();
+    for (ti, target) in targets.iter().enumerate() {
+        for (ii, item) in SUITE.iter().enumerate() {
+            let before = baseline_probes(baseline, &target.name, item);
+            let after: Vec<i64> = now
+                .iter()
+                .filter(|m| m.target == ti && m.item == ii)
+                .map(|m| m.id)
+                .collect();
+            if before.is_empty() || after.is_empty() {
+                continue;
+            }
+            for &metric in Metric::compared_for(item.workload, item.block_size) {
+                let (b, a) = (
+                    metric_values(&before, metric),
+                    metric_values(&after, metric),
+                );
+                if b.is_empty() || a.is_empty() {
+                    continue;
+                }
+                out.push(Regression {
+                    tablespace: target.name.clone(),
+                    item: *item,
+                    metric,
+                    verdict: judge(metric, &b, &a, max_change_pct),
+                });
+            }
+        }
+    }
+    out
+}

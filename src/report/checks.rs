@@ -1,0 +1,329 @@
+//! Storage checks for CI, the pure part: what a metric is and which way is
+//! worse, how a threshold is compared, the sentences a check and a
+//! regression print (stable: no figure in them, so that they sit in an
+//! expected file), and the verdict of "is this a regression".
+//!
+//! A regression is a change for the worse by more than `max_change_pct`
+//! that is also significant: Welch's t-test on the repetitions' figures,
+//! one-sided in the worse direction, p < SIGNIFICANCE. Either test alone
+//! fails builds for nothing: a large change on noisy storage may be noise
+//! (five repetitions of a cloud volume easily spread 15 %), and a tiny
+//! change is significant with enough repetitions yet harmless.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::probe::Workload;
+use crate::report::stats::{improvement_pct, welch};
+
+/// The one-sided p below which a change counts as real: 5 %, the usual
+/// level, so that at most one unchanged figure in twenty is even a candidate
+/// (and it must still change by more than max_change_pct).
+pub const SIGNIFICANCE: f64 = 0.05;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    Iops,
+    MibS,
+    LatMeanUs,
+    LatP50Us,
+    LatP90Us,
+    LatP99Us,
+    LatP999Us,
+    LatMaxUs,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 8] = [
+        Metric::Iops,
+        Metric::MibS,
+        Metric::LatMeanUs,
+        Metric::LatP50Us,
+        Metric::LatP90Us,
+        Metric::LatP99Us,
+        Metric::LatP999Us,
+        Metric::LatMaxUs,
+    ];
+
+    /// The column of storlab.probes it is read from.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::Iops => "iops",
+            Metric::MibS => "mib_s",
+            Metric::LatMeanUs => "lat_mean_us",
+            Metric::LatP50Us => "lat_p50_us",
+            Metric::LatP90Us => "lat_p90_us",
+            Metric::LatP99Us => "lat_p99_us",
+            Metric::LatP999Us => "lat_p999_us",
+            Metric::LatMaxUs => "lat_max_us",
+        }
+    }
+
+    /// Throughput: more is better. Latency: less is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::Iops | Metric::MibS)
+    }
+
+    /// What regressions() compares for a workload: the throughput that
+    /// matters for it, and for 8 kB operations the typical and the tail
+    /// latency (max and p99.9 are too few samples to compare runs by).
+    pub fn compared_for(workload: Workload, block_size: usize) -> &'static [Metric] {
+        if block_size > 8192 && !matches!(workload, Workload::Wal) {
+            &[Metric::MibS]
+        } else {
+            &[Metric::Iops, Metric::LatP50Us, Metric::LatP99Us]
+        }
+    }
+}
+
+impl FromStr for Metric {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        crate::probe::parse_name("metric", s, &Metric::ALL, Metric::as_str)
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a check compares its figure with its threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Op {
+    pub const ALL: [Op; 4] = [Op::Lt, Op::Le, Op::Gt, Op::Ge];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+        }
+    }
+
+    pub fn holds(self, measured: f64, threshold: f64) -> bool {
+        match self {
+            Op::Lt => measured < threshold,
+            Op::Le => measured <= threshold,
+            Op::Gt => measured > threshold,
+            Op::Ge => measured >= threshold,
+        }
+    }
+}
+
+impl FromStr for Op {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        crate::probe::parse_name("op", s, &Op::ALL, Op::as_str)
+    }
+}
+
+/// The middle value (the mean of the two middle ones for an even count);
+/// None for none. NaN-free input is the caller's business.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// "pg_wal wal lat_p99_us < 2000": what was asserted, never what was measured.
+pub fn check_description(
+    tablespace: &str,
+    workload: &str,
+    metric: Metric,
+    op: Op,
+    threshold: f64,
+) -> String {
+    format!(
+        "{tablespace} {workload} {metric} {} {threshold}",
+        op.as_str()
+    )
+}
+
+/// "lab_disk randread lat_p99_us no more than 10 % worse than baseline 'nightly'".
+pub fn regression_description(
+    tablespace: &str,
+    workload: &str,
+    metric: Metric,
+    max_change_pct: f64,
+    baseline: &str,
+) -> String {
+    format!("{tablespace} {workload} {metric} no more than {max_change_pct} % worse than baseline '{baseline}'")
+}
+
+/// One figure of regressions(): baseline and current means, the change,
+/// how likely a change this much for the worse is under no real change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    pub baseline: f64,
+    pub now: f64,
+    /// (now / baseline − 1) · 100, whichever way is better.
+    pub change_pct: Option<f64>,
+    /// One-sided Welch p for "now is worse than the baseline"; None below
+    /// two figures on either side.
+    pub p_value: Option<f64>,
+    pub regressed: bool,
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// The verdict on one metric from the baseline's and today's repetitions
+/// (each at least one figure).
+pub fn judge(metric: Metric, baseline: &[f64], now: &[f64], max_change_pct: f64) -> Verdict {
+    let (b, n) = (mean(baseline), mean(now));
+    let change_pct = improvement_pct(b, n);
+    let worse_pct = change_pct.map(|c| if metric.higher_is_better() { -c } else { c });
+    let p_value = welch(now, baseline).map(|w| {
+        // w.t > 0: now is higher than the baseline
+        let worse_side = if metric.higher_is_better() {
+            w.t < 0.0
+        } else {
+            w.t > 0.0
+        };
+        if w.t == 0.0 {
+            1.0
+        } else if worse_side {
+            w.p_value / 2.0
+        } else {
+            1.0 - w.p_value / 2.0
+        }
+    });
+    let regressed =
+        worse_pct.is_some_and(|w| w > max_change_pct) && p_value.is_some_and(|p| p < SIGNIFICANCE);
+    Verdict {
+        baseline: b,
+        now: n,
+        change_pct,
+        p_value,
+        regressed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_unknown_ones_list_the_choices() {
+        for m in Metric::ALL {
+            assert_eq!(m.as_str().parse::<Metric>(), Ok(m));
+        }
+        assert!("latency"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("iops, mib_s, lat_mean_us"));
+        for o in Op::ALL {
+            assert_eq!(o.as_str().parse::<Op>(), Ok(o));
+        }
+        assert!("=".parse::<Op>().unwrap_err().ends_with("<, <=, >, >="));
+    }
+
+    #[test]
+    fn ops_compare_as_written() {
+        assert!(Op::Lt.holds(1.0, 2.0) && !Op::Lt.holds(2.0, 2.0));
+        assert!(Op::Le.holds(2.0, 2.0) && !Op::Le.holds(2.1, 2.0));
+        assert!(Op::Gt.holds(3.0, 2.0) && !Op::Gt.holds(2.0, 2.0));
+        assert!(Op::Ge.holds(2.0, 2.0) && !Op::Ge.holds(1.9, 2.0));
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn descriptions_hold_no_figure() {
+        assert_eq!(
+            check_description("pg_wal", "wal", Metric::LatP99Us, Op::Lt, 2000.0),
+            "pg_wal wal lat_p99_us < 2000"
+        );
+        assert_eq!(
+            check_description("lab_ram", "randread", Metric::Iops, Op::Ge, 0.5),
+            "lab_ram randread iops >= 0.5"
+        );
+        assert_eq!(
+            regression_description("lab_disk", "randread", Metric::Iops, 10.0, "nightly"),
+            "lab_disk randread iops no more than 10 % worse than baseline 'nightly'"
+        );
+    }
+
+    #[test]
+    fn noise_is_no_regression_and_a_real_slowdown_is() {
+        let base = [1000.0, 1030.0, 980.0, 1010.0, 995.0];
+        // the same storage measured again
+        let same = [1005.0, 990.0, 1020.0, 985.0, 1012.0];
+        let v = judge(Metric::Iops, &base, &same, 10.0);
+        assert!(!v.regressed, "{v:?}");
+        assert!(v.p_value.unwrap() > 0.3, "{v:?}");
+        // 30 % fewer IOPS, consistently
+        let slow = [700.0, 710.0, 690.0, 705.0, 695.0];
+        let v = judge(Metric::Iops, &base, &slow, 10.0);
+        assert!(v.regressed, "{v:?}");
+        assert!((v.change_pct.unwrap() + 30.0).abs() < 1.0);
+        // latency: higher is worse
+        let v = judge(
+            Metric::LatP99Us,
+            &[100.0, 102.0, 98.0],
+            &[150.0, 151.0, 149.0],
+            10.0,
+        );
+        assert!(v.regressed && v.p_value.unwrap() < 0.01, "{v:?}");
+        // better by a lot is never a regression
+        let v = judge(
+            Metric::LatP99Us,
+            &[100.0, 102.0, 98.0],
+            &[50.0, 51.0, 49.0],
+            10.0,
+        );
+        assert!(!v.regressed && v.p_value.unwrap() > 0.99, "{v:?}");
+    }
+
+    #[test]
+    fn a_large_change_on_noisy_figures_is_not_significant() {
+        // means 20 % apart, but the runs overlap widely
+        let base = [1000.0, 1400.0, 700.0, 1300.0, 600.0];
+        let now = [800.0, 1200.0, 500.0, 1000.0, 500.0];
+        let v = judge(Metric::Iops, &base, &now, 10.0);
+        assert!(v.change_pct.unwrap() < -10.0);
+        assert!(!v.regressed, "{v:?}");
+    }
+
+    #[test]
+    fn a_small_significant_change_is_no_regression() {
+        let base = [1000.0, 1001.0, 999.0, 1000.5, 999.5];
+        let now = [950.0, 951.0, 949.0, 950.5, 949.5];
+        let v = judge(Metric::Iops, &base, &now, 10.0);
+        assert!(v.p_value.unwrap() < 0.001);
+        assert!(!v.regressed, "5 % is within max_change_pct 10");
+    }
+
+    #[test]
+    fn single_figures_have_no_p_value_and_never_regress() {
+        let v = judge(Metric::Iops, &[1000.0], &[10.0], 10.0);
+        assert_eq!(v.p_value, None);
+        assert!(!v.regressed);
+    }
+}

@@ -1,0 +1,35 @@
+-- Storage checks for CI, as a team's pgTAP suite would use them: a check
+-- that must pass and one that must fail, both through ok(); a baseline and
+-- its regressions on unchanged storage (none); a regression against a
+-- baseline made far better than the storage can do.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+SET storlab.suite_file_size = '8MB';
+SELECT plan(6);
+
+-- RAM serves an 8 kB read far within 100 ms.
+SELECT ok(ok, description) FROM storlab.check('lab_ram', 'randread', 'lat_p99_us', '<', 100000, '300 ms');
+-- No storage here reads 8 kB blocks a trillion times a second: the check fails.
+SELECT ok(NOT ok, 'fails as it must: ' || description) FROM storlab.check('lab_ram', 'randread', 'iops', '>', 1e12, '300 ms');
+
+-- Unchanged storage: a baseline, then regressions() against it.
+SELECT ok(storlab.baseline('tap unchanged', '{lab_ram}', '300 ms', 5) > 0, 'a baseline of lab_ram is taken');
+CREATE TEMP TABLE same AS SELECT * FROM storlab.regressions('tap unchanged', duration => '300 ms', repetitions => 5);
+SELECT is((SELECT string_agg(format('%s %s %s: %s -> %s (%s %%, p %s)', tablespace, workload, metric,
+                                    round(baseline::numeric, 1), round(now::numeric, 1),
+                                    round(change_pct::numeric, 1), round(p_value::numeric, 4)), '; ')
+             FROM same WHERE regressed),
+          NULL, 'regressions() on the same storage reports none');
+
+-- A baseline whose figures are a hundred times better than the storage.
+SELECT storlab.baseline('tap doctored', '{lab_ram}', '300 ms', 3) AS doctored \gset
+UPDATE storlab.probes SET iops = iops * 100, mib_s = mib_s * 100,
+       lat_p50_us = lat_p50_us / 100, lat_p99_us = lat_p99_us / 100
+ WHERE id IN (SELECT probe_id FROM storlab.baseline_probes WHERE baseline_id = :doctored);
+CREATE TEMP TABLE worse AS SELECT * FROM storlab.regressions('tap doctored', duration => '300 ms', repetitions => 3);
+SELECT ok((SELECT bool_and(regressed) FROM worse), 'against it every figure has regressed');
+SELECT ok((SELECT bool_and(p_value < 0.05 AND abs(change_pct) > 10) FROM worse),
+          'each worse by more than 10 % and significant');
+
+SELECT * FROM finish();
+ROLLBACK;
