@@ -155,6 +155,27 @@ impl Ring {
         self.in_flight += 1;
     }
 
+    /// Hands the queued requests to the kernel now (their clocks start),
+    /// without waiting.
+    ///
+    /// Called after every single request, as fio does by default
+    /// (iodepth_batch_submit=1): requests handed over together are plugged
+    /// and dispatched together, complete together, and come back to be
+    /// resubmitted together, so that the queue drains and fills in lockstep
+    /// instead of staying full. Measured on this lab's virtual disk at
+    /// depth 32: 98 000 IOPS submitting in batches, against fio's 120 000.
+    pub(crate) fn submit(&mut self) -> io::Result<()> {
+        let now = Instant::now();
+        for slot in self.queued.drain(..) {
+            self.issued_at[slot] = now;
+        }
+        match self.uring.submitter().submit() {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EBUSY)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Hands the queued requests to the kernel (their clocks start now) and
     /// waits until at least one request completes, or `timeout` passes.
     pub(crate) fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {

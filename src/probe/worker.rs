@@ -205,6 +205,11 @@ impl<'a> Worker<'a> {
                         stamp(ring.buf_mut(slot), self.tag ^ self.writes);
                     }
                     ring.queue(fd, op, slot, offset);
+                    if let Err(e) = ring.submit() {
+                        error = Some(ProbeError::io("submitting to io_uring", e));
+                        stop.store(true, Ordering::SeqCst);
+                        break;
+                    }
                 }
             } else if ring.in_flight() == 0 {
                 return error;
