@@ -42,14 +42,18 @@ test: deps
 bench: install lab
 	bench/probe_vs_fio
 	bench/suite_precision
+	bench/regressions false-alarms
 	bench/harness_overhead
 	bench/experiment_order
 	bench/scale
 
 # Release build, the studies' lab, then the five classic studies (studies/,
-# about 15 minutes); `make study NAME=raid_iops` runs one.
+# about 15 minutes) and whether regressions() catches barriers switched on
+# under a baseline taken with them off (bench/regressions barriers, about 5
+# minutes); `make study NAME=raid_iops` runs one study.
 studies: install lab-studies
 	scripts/studies
+	bench/regressions barriers
 
 study: install lab-studies
 	scripts/studies $(NAME)

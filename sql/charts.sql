@@ -2,7 +2,7 @@
 -- Charts: storlab.chart_svg(kind, id, title) draws stored results as a
 -- standalone SVG document, for \o chart.svg in psql, a web page or a
 -- ticket. Kinds: experiment (an experiment id), run (a bench run id),
--- probe (a probe id), profile and tablespaces (no id: the newest
+-- probe (a probe id), profile, depths and tablespaces (no id: the newest
 -- standard-suite probes).
 --
 CREATE EXTENSION IF NOT EXISTS storlab;
@@ -32,6 +32,7 @@ SELECT kind, storlab.chart_svg(kind, id) AS svg
                ('run', (SELECT max(run_id) FROM storlab.bench_progress)),
                ('probe', (SELECT max(id) FROM storlab.probes WHERE workload = 'randread')),
                ('profile', NULL),
+               ('depths', NULL),
                ('tablespaces', NULL)) AS k(kind, id);
 
 -- Each is a well-formed XML document with an <svg> root, with text to read.

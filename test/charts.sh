@@ -21,8 +21,8 @@ if ! scripts/charts "$OUT" '100 ms' >/dev/null; then
   echo "Bail out! scripts/charts could not measure and draw"
   exit 1
 fi
-echo "1..5"
-for kind in experiment run probe profile tablespaces; do
+echo "1..6"
+for kind in experiment run probe profile depths tablespaces; do
   timeout 60 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=960,540 \
     --screenshot="$OUT/$kind.png" "file://$PWD/$OUT/$kind.svg" >/dev/null 2>&1
   ink=$([[ -s $OUT/$kind.png ]] && python3 test/png_ink.py "$OUT/$kind.png" || echo 0)

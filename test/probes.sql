@@ -4,24 +4,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
 SELECT plan(22);
 
-CREATE FUNCTION pg_temp.scratch_files() RETURNS bigint LANGUAGE sql AS $$
-  SELECT count(*) FROM storlab.tablespaces() t,
-         pg_ls_dir(t.location || CASE WHEN t.kind = 'wal' THEN '' ELSE '/pgsql_tmp' END, true, false) f
-   WHERE f LIKE 'pgsql_tmp_storlab%'
-$$;
--- pgTAP's throws_ok cannot see 57014: PL/pgSQL's WHEN OTHERS deliberately
--- leaves query_canceled alone, so catch it by name.
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION
-  WHEN query_canceled THEN RETURN SQLSTATE;
-  WHEN OTHERS THEN RETURN SQLSTATE;
-END $$;
-CREATE TEMP TABLE clock (t timestamptz);
-CREATE FUNCTION pg_temp.tick() RETURNS void LANGUAGE sql AS $$ DELETE FROM clock; INSERT INTO clock VALUES (clock_timestamp()) $$;
-CREATE FUNCTION pg_temp.since_tick() RETURNS numeric LANGUAGE sql AS $$ SELECT extract(epoch FROM clock_timestamp() - t) FROM clock $$;
+\ir lib/probe_helpers.sql
 
 -- RAM against the disk: a WAL commit (8 kB write + fdatasync) is a memory copy
 -- on tmpfs and a trip to the device on disk.

@@ -9,11 +9,12 @@ use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
 use crate::ops::suite::NEWEST_SUITE_PROBES;
 
 /// The kinds, and whether each takes an id.
-const KINDS: [(&str, bool); 5] = [
+const KINDS: [(&str, bool); 6] = [
     ("experiment", true),
     ("run", true),
     ("probe", true),
     ("profile", false),
+    ("depths", false),
     ("tablespaces", false),
 ];
 
@@ -54,6 +55,12 @@ fn chart_svg(
                 .as_deref()
                 .unwrap_or("IOPS by workers (newest standard-suite probes)"),
             &profile_series(),
+        ),
+        "depths" => chart::depths(
+            title
+                .as_deref()
+                .unwrap_or("IOPS by queue depth, 1 worker (newest standard-suite probes)"),
+            &depth_series(),
         ),
         _ => chart::tablespaces(
             title
@@ -180,33 +187,53 @@ fn probe(id: i64, title: Option<String>) -> chart::Result<String> {
     )
 }
 
+/// The newest standard-suite IOPS of one worker per (tablespace, workload,
+/// iodepth), as a series per tablespace and workload measured at more than
+/// the suite's own two depths (depth 1 on psync, deeper on io_uring, as
+/// profile runs them).
+fn depth_series() -> Vec<Series> {
+    series(
+        "SELECT tablespace::text || ' ' || workload, array_agg(iodepth::float8 ORDER BY iodepth), array_agg(iops ORDER BY iodepth)
+           FROM (SELECT DISTINCT ON (tablespace, workload, iodepth) *
+                   FROM storlab.probes
+                  WHERE suite = 'standard' AND ops > 0 AND workers = 1 AND block_size = 8192
+                    AND engine = CASE WHEN iodepth = 1 THEN 'psync' ELSE 'io_uring' END
+                  ORDER BY tablespace, workload, iodepth, started_at DESC) newest
+          GROUP BY tablespace, workload
+         HAVING count(*) > 2
+          ORDER BY tablespace, workload",
+    )
+}
+
+/// Series from a query of (label, x values, y values) rows.
+fn series(query: &str) -> Vec<Series> {
+    Spi::connect(|c| {
+        c.select(query, None, &[])?
+            .map(|r| {
+                let xs: Vec<f64> = r.get(2)?.unwrap_or_default();
+                let ys: Vec<f64> = r.get(3)?.unwrap_or_default();
+                Ok(Series {
+                    label: r.get(1)?.unwrap_or_default(),
+                    points: xs.into_iter().zip(ys).collect(),
+                })
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the probes"))
+    .or_raise()
+}
+
 /// The newest standard-suite IOPS per (tablespace, workload, workers), as a
 /// series per tablespace and workload measured at more than one worker
 /// count (compare_tablespaces alone measures one).
 fn profile_series() -> Vec<Series> {
-    let rows = Spi::connect(|c| {
-        c.select(
-            &format!(
-                "SELECT tablespace::text || ' ' || workload, array_agg(workers::float8 ORDER BY workers), array_agg(iops ORDER BY workers)
-                   FROM ({NEWEST_SUITE_PROBES}) newest
-                  GROUP BY tablespace, workload
-                 HAVING count(*) > 1
-                  ORDER BY tablespace, workload"
-            ),
-            None,
-            &[],
-        )?
-        .map(|r| {
-            let workers: Vec<f64> = r.get(2)?.unwrap_or_default();
-            let iops: Vec<f64> = r.get(3)?.unwrap_or_default();
-            Ok(Series {
-                label: r.get(1)?.unwrap_or_default(),
-                points: workers.into_iter().zip(iops).collect(),
-            })
-        })
-        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
-    });
-    rows.map_err(spi("reading the probes")).or_raise()
+    series(&format!(
+        "SELECT tablespace::text || ' ' || workload, array_agg(workers::float8 ORDER BY workers), array_agg(iops ORDER BY workers)
+           FROM ({NEWEST_SUITE_PROBES}) newest
+          GROUP BY tablespace, workload
+         HAVING count(*) > 1
+          ORDER BY tablespace, workload"
+    ))
 }
 
 /// Per tablespace (and pg_wal), the newest 1-worker standard-suite figures.

@@ -147,6 +147,41 @@ pub fn profile(title: &str, series: &[Series]) -> Result<String> {
     })
 }
 
+/// IOPS by queue depth, one line per series: the x axis in powers of two
+/// (1, 2, 4 ... 256), the y axis logarithmic, as storage engineers draw
+/// fio's depth sweeps.
+pub fn depths(title: &str, series: &[Series]) -> Result<String> {
+    let (all, lo, hi) = positive(
+        series,
+        "no tablespace was profiled at more than one queue depth yet (storlab.profile(iodepths => '{1,8,32}') measures that)",
+    )?;
+    let d_max = all.iter().map(|p| p.0).fold(2.0, f64::max).log2().ceil();
+    svg(|root| {
+        let mut chart = frame(root, title, 80)
+            .build_cartesian_2d(-0.3f64..(d_max + 0.3), log_range(lo, hi, series.len()))?;
+        chart
+            .configure_mesh()
+            .x_labels(d_max as usize + 1)
+            .x_label_formatter(&|x| {
+                if x.fract() == 0.0 && *x >= 0.0 {
+                    format!("{:.0}", 2f64.powf(*x))
+                } else {
+                    String::new()
+                }
+            })
+            .y_labels(10)
+            .y_label_formatter(&|y| from_log(*y))
+            .x_desc("requests in flight per worker (iodepth)")
+            .y_desc("IOPS")
+            .axis_desc_style(label_font())
+            .label_style(small_font())
+            .draw()?;
+        draw_lines(&mut chart, series, |(d, v)| (d.log2(), v.log10()))?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        Ok(())
+    })
+}
+
 /// The points of every series that a log axis can show (y above 0), with
 /// their lowest and highest y; none is an error saying `none`.
 fn positive(series: &[Series], none: &str) -> Result<(Vec<(f64, f64)>, f64, f64)> {

@@ -21,7 +21,7 @@ mod lines;
 mod style;
 
 pub use bars::{experiment, tablespaces, ExperimentBar, TablespaceFigures};
-pub use lines::{percentiles, profile, run, ProgressPoint, Series};
+pub use lines::{depths, percentiles, profile, run, ProgressPoint, Series};
 
 /// Why a chart could not be drawn.
 #[derive(Debug, PartialEq)]

@@ -299,6 +299,22 @@ pub fn regressions(
             .with_hint("Take one with storlab.baseline(label) on known-good storage; storlab.baselines lists them.")
             .raise()
     };
+    let (taken_on, host) = as_owner(|| {
+        Spi::get_two_with_args::<i64, String>(
+            "SELECT system_identifier, hostname FROM storlab.baselines WHERE id = $1",
+            &[baseline.into()],
+        )
+        .map_err(spi("reading the baseline"))
+        .or_raise()
+    });
+    if taken_on != Some(system_identifier()) {
+        // a restored dump: legitimate (a new volume against known-good
+        // figures from elsewhere), but the reader should know
+        notice!(
+            "storlab: baseline \"{label}\" was taken on another server ({}): the comparison is between machines",
+            host.unwrap_or_default()
+        );
+    }
     let targets = baseline_targets(baseline, label, only);
     let now = suite_repetitions(&targets, repetitions, run(duration, "regressions"));
     let mut out = Vec::new();
