@@ -982,17 +982,21 @@ mod standalone {
     /// STORLAB_QD_DIR=/some/dir cargo test --release -- --ignored standalone
     #[test]
     #[ignore]
-    fn standalone_queued_randread() {
+    fn standalone_queued() {
         let dir = std::env::var("STORLAB_QD_DIR").unwrap();
         let depth: u32 = std::env::var("STORLAB_QD")
             .map(|d| d.parse().unwrap())
             .unwrap_or(32);
+        let workload = match std::env::var("STORLAB_QD_WORKLOAD").as_deref() {
+            Ok("randwrite") => Workload::Randwrite,
+            _ => Workload::Randread,
+        };
         let spec = ProbeSpec {
             duration: Duration::from_secs(3),
             file_size: 256 << 20,
             iodepth: depth,
             engine: IoEngine::IoUring,
-            ..ProbeSpec::new(dir, Workload::Randread)
+            ..ProbeSpec::new(dir, workload)
         };
         let r = run_probe(&spec, &mut || false).unwrap();
         eprintln!("iops {:.0} mean {:.0} us", r.iops(), r.histogram.mean_us());
