@@ -36,9 +36,11 @@ demo: install lab
 test: deps
 	@scripts/test
 
-# Release build: probes against fio and pg_test_fsync on the lab's volumes,
-# the benchmark harness against bare pgbench, and what the experiments'
-# alternating order buys over a fixed one (about 35 minutes).
+# Release build: probes against fio and pg_test_fsync on the lab's volumes
+# (psync and io_uring at depths 1 to 32, and how repeatable each is), the
+# standard suite with and without precision_pct, regressions() on unchanged
+# storage, the benchmark harness against bare pgbench, and what the
+# experiments' alternating order buys over a fixed one (about 90 minutes).
 bench: install lab
 	bench/probe_vs_fio
 	bench/suite_precision

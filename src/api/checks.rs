@@ -82,10 +82,11 @@ fn baseline(
     checks::take_baseline(label, &targets, duration, repetitions)
 }
 
-/// Measures the baseline's tablespaces (or the named ones among them) again
-/// and reports, per tablespace, workload and metric, the change and whether
+/// Measures every tablespace of the baseline again and reports (for all of
+/// them, or the named ones) per tablespace, workload and metric, the change and whether
 /// it is a regression: worse by more than max_change_pct and significant
-/// (Welch's t-test, one-sided, p < 0.05).
+/// (Welch's t-test, one-sided, p < 0.05), in a first round and again in a
+/// second one that any flagged figure triggers.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn regressions(

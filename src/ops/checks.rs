@@ -12,7 +12,7 @@ use super::identity::as_owner;
 use super::server::{hostname, system_identifier};
 use super::suite::{measure_item, suite_file_once, SuiteRun};
 use super::targets::{all_targets, resolve, Target};
-use crate::report::checks::{judge, Metric, Verdict};
+use crate::report::checks::{confirm, judge, Metric, Verdict};
 use crate::request::probe::{SuiteItem, SUITE, SUITE_PRECISION_PCT};
 use crate::sqltypes::Name;
 
@@ -226,6 +226,11 @@ pub struct Regression {
     pub item: SuiteItem,
     pub metric: Metric,
     pub verdict: Verdict,
+    /// Index of the target and of the suite item, and the figures judged.
+    target: usize,
+    item_index: usize,
+    baseline_values: Vec<f64>,
+    values: Vec<f64>,
 }
 
 /// The baseline's stored probe ids of one item on one tablespace.
@@ -255,8 +260,14 @@ fn baseline_probes(baseline: i64, tablespace: &str, item: &SuiteItem) -> Vec<i64
     })
 }
 
-/// The baseline's tablespaces, or the named subset of them.
-fn baseline_targets(baseline: i64, label: &str, only: Option<Vec<Option<Name>>>) -> Vec<Target> {
+/// The baseline's tablespaces (every one is measured again, whichever are
+/// reported), and the names of those to report: all, or the named ones
+/// among them.
+fn baseline_targets(
+    baseline: i64,
+    label: &str,
+    only: Option<Vec<Option<Name>>>,
+) -> (Vec<Target>, Vec<String>) {
     let taken: Vec<String> = as_owner(|| {
         Spi::get_one_with_args::<Vec<Name>>(
             "SELECT tablespaces FROM storlab.baselines WHERE id = $1",
@@ -269,21 +280,27 @@ fn baseline_targets(baseline: i64, label: &str, only: Option<Vec<Option<Name>>>)
         .map(|n| n.0)
         .collect()
     });
-    let wanted = match only {
-        None => taken.iter().map(|t| resolve(t).or_raise()).collect(),
-        Some(names) => targets_of(Some(names)),
+    let report: Vec<String> = match only {
+        None => taken.clone(),
+        Some(names) => targets_of(Some(names))
+            .into_iter()
+            .map(|t| t.name)
+            .collect(),
     };
-    for t in &wanted {
-        if !taken.contains(&t.name) {
+    for name in &report {
+        if !taken.contains(name) {
             Error::new(
                 SqlState::InvalidParameterValue,
-                format!("baseline \"{label}\" has no figures of {}", t.name),
+                format!("baseline \"{label}\" has no figures of {name}"),
             )
             .with_detail(format!("It was taken on {}.", taken.join(", ")))
             .raise();
         }
     }
-    wanted
+    (
+        taken.iter().map(|t| resolve(t).or_raise()).collect(),
+        report,
+    )
 }
 
 /// Measures the baseline's tablespaces again and judges every figure.
@@ -315,17 +332,68 @@ pub fn regressions(
             host.unwrap_or_default()
         );
     }
-    let targets = baseline_targets(baseline, label, only);
-    let now = suite_repetitions(&targets, repetitions, run(duration, "regressions"));
+    // Every tablespace of the baseline is measured again, in the same
+    // interleaved order, even when only some are reported: what runs
+    // between two probes of a volume (another tablespace's fill on the same
+    // disk) is then what ran when the baseline was taken.
+    let (targets, report) = baseline_targets(baseline, label, only);
+    let run = run(duration, "regressions");
+    let first = suite_repetitions(&targets, repetitions, run);
+    let mut out = judge_round(baseline, &targets, &first, max_change_pct);
+    // A figure flagged once is measured again, in the same conditions:
+    // only one flagged in both rounds is a regression (see
+    // report::checks::confirm).
+    let flagged: Vec<&str> = out
+        .iter()
+        .filter(|r| r.verdict.regressed && report.contains(&r.tablespace))
+        .map(|r| r.tablespace.as_str())
+        .collect();
+    if !flagged.is_empty() {
+        let mut names = flagged.clone();
+        names.dedup();
+        notice!(
+            "storlab: figures of {} look worse than baseline \"{label}\": measuring again, since a regression must show in two rounds",
+            names.join(", ")
+        );
+        let second = suite_repetitions(&targets, repetitions, run);
+        for r in out.iter_mut().filter(|r| r.verdict.regressed) {
+            let later = metric_values(&round_ids(&second, r.target, r.item_index), r.metric);
+            if !later.is_empty() {
+                r.verdict = confirm(
+                    r.metric,
+                    &r.baseline_values,
+                    &r.values,
+                    &later,
+                    max_change_pct,
+                );
+            }
+        }
+    }
+    out.retain(|r| report.contains(&r.tablespace));
+    out
+}
+
+/// The probe ids of one target and item in a round.
+fn round_ids(round: &[Measured], target: usize, item: usize) -> Vec<i64> {
+    round
+        .iter()
+        .filter(|m| m.target == target && m.item == item)
+        .map(|m| m.id)
+        .collect()
+}
+
+/// Every figure of one round against the baseline.
+fn judge_round(
+    baseline: i64,
+    targets: &[Target],
+    round: &[Measured],
+    max_change_pct: f64,
+) -> Vec<Regression> {
     let mut out = Vec::new();
     for (ti, target) in targets.iter().enumerate() {
         for (ii, item) in SUITE.iter().enumerate() {
             let before = baseline_probes(baseline, &target.name, item);
-            let after: Vec<i64> = now
-                .iter()
-                .filter(|m| m.target == ti && m.item == ii)
-                .map(|m| m.id)
-                .collect();
+            let after = round_ids(round, ti, ii);
             if before.is_empty() || after.is_empty() {
                 continue;
             }
@@ -339,9 +407,13 @@ pub fn regressions(
                 }
                 out.push(Regression {
                     tablespace: target.name.clone(),
+                    target: ti,
                     item: *item,
+                    item_index: ii,
                     metric,
                     verdict: judge(metric, &b, &a, max_change_pct),
+                    baseline_values: b,
+                    values: a,
                 });
             }
         }

@@ -220,6 +220,35 @@ pub fn judge(metric: Metric, baseline: &[f64], now: &[f64], max_change_pct: f64)
     }
 }
 
+/// The verdict on a figure flagged in a first round of repetitions and
+/// measured again in a second: a regression only when both rounds show it.
+///
+/// Welch's test takes the repetitions of a round for independent draws, and
+/// on shared storage they are not quite: taken within the same minute, they
+/// share that minute's conditions (a neighbour's burst on a cloud volume, a
+/// VM host flushing its cache), and a dip of a minute then reads as a
+/// significant change. A real regression (a mount option, a rebuild, a
+/// slower volume) is still there a minute later. The figures reported are
+/// those of both rounds together; the p-value is the larger of the two.
+pub fn confirm(
+    metric: Metric,
+    baseline: &[f64],
+    first: &[f64],
+    second: &[f64],
+    max_change_pct: f64,
+) -> Verdict {
+    let v1 = judge(metric, baseline, first, max_change_pct);
+    let v2 = judge(metric, baseline, second, max_change_pct);
+    let both: Vec<f64> = first.iter().chain(second).copied().collect();
+    let mut v = judge(metric, baseline, &both, max_change_pct);
+    v.p_value = match (v1.p_value, v2.p_value) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        _ => None,
+    };
+    v.regressed = v1.regressed && v2.regressed;
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,6 +347,24 @@ mod tests {
         let v = judge(Metric::Iops, &base, &now, 10.0);
         assert!(v.p_value.unwrap() < 0.001);
         assert!(!v.regressed, "5 % is within max_change_pct 10");
+    }
+
+    #[test]
+    fn a_dip_in_one_round_is_no_regression_and_a_lasting_change_is() {
+        let base = [1000.0, 1030.0, 980.0, 1010.0, 995.0];
+        let dip = [800.0, 810.0, 790.0, 805.0, 795.0];
+        let back = [1005.0, 990.0, 1020.0, 985.0, 1012.0];
+        assert!(judge(Metric::Iops, &base, &dip, 10.0).regressed);
+        let v = confirm(Metric::Iops, &base, &dip, &back, 10.0);
+        assert!(!v.regressed, "{v:?}");
+        assert!(
+            v.p_value.unwrap() > 0.3,
+            "the larger p of the two rounds: {v:?}"
+        );
+        let still = [790.0, 800.0, 805.0, 795.0, 798.0];
+        let v = confirm(Metric::Iops, &base, &dip, &still, 10.0);
+        assert!(v.regressed, "{v:?}");
+        assert!((v.now - 798.8).abs() < 0.1, "both rounds' figures: {v:?}");
     }
 
     #[test]
