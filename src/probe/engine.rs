@@ -511,6 +511,33 @@ mod tests {
         || false
     }
 
+    /// A `poll` that asks to stop once `after` has passed, remembering when
+    /// it first did, so that a test can time how promptly the run stopped.
+    struct CancelAfter {
+        began: Instant,
+        after: Duration,
+        asked: Option<Instant>,
+    }
+
+    impl CancelAfter {
+        fn new(after: Duration) -> CancelAfter {
+            CancelAfter {
+                began: Instant::now(),
+                after,
+                asked: None,
+            }
+        }
+
+        fn poll(&mut self) -> bool {
+            if self.began.elapsed() > self.after {
+                self.asked.get_or_insert_with(Instant::now);
+                true
+            } else {
+                false
+            }
+        }
+    }
+
     fn assert_invalid(spec: &ProbeSpec, needle: &str) {
         match run_probe(spec, &mut never()) {
             Err(ProbeError::InvalidSpec(msg)) => assert!(msg.contains(needle), "{msg}"),
@@ -722,20 +749,11 @@ mod tests {
             workers: 2,
             ..quick(dir.path(), Workload::Randread)
         };
-        let began = Instant::now();
-        let mut asked: Option<Instant> = None;
-        let mut poll = || {
-            if began.elapsed() > Duration::from_millis(200) {
-                asked.get_or_insert_with(Instant::now);
-                true
-            } else {
-                false
-            }
-        };
-        let result = run_probe(&spec, &mut poll);
+        let mut cancel = CancelAfter::new(Duration::from_millis(200));
+        let result = run_probe(&spec, &mut || cancel.poll());
         let returned = Instant::now();
         assert!(matches!(result, Err(ProbeError::Cancelled)), "{result:?}");
-        let lag = returned - asked.expect("poll was never asked to stop");
+        let lag = returned - cancel.asked.expect("poll was never asked to stop");
         assert!(lag < Duration::from_millis(50), "cancel took {lag:?}");
         assert!(dir.entries().is_empty(), "{:?}", dir.entries());
     }
@@ -896,18 +914,9 @@ mod tests {
             ..quick(dir.path(), Workload::Randwrite)
         };
         let Some(spec) = queued(base, 64) else { return };
-        let began = Instant::now();
-        let mut asked: Option<Instant> = None;
-        let mut poll = || {
-            if began.elapsed() > Duration::from_millis(300) {
-                asked.get_or_insert_with(Instant::now);
-                true
-            } else {
-                false
-            }
-        };
-        let result = run_probe(&spec, &mut poll);
-        let lag = asked.expect("poll was asked to stop").elapsed();
+        let mut cancel = CancelAfter::new(Duration::from_millis(300));
+        let result = run_probe(&spec, &mut || cancel.poll());
+        let lag = cancel.asked.expect("poll was asked to stop").elapsed();
         assert!(matches!(result, Err(ProbeError::Cancelled)), "{result:?}");
         assert!(lag < Duration::from_millis(500), "cancel took {lag:?}");
         assert!(dir.entries().is_empty(), "{:?}", dir.entries());
