@@ -303,8 +303,8 @@ struct Shared {
     gate: StartGate,
     /// Each worker's published progress, by index.
     progress: Vec<Progress>,
-    /// Raised by the calling thread at every sample: workers then publish
-    /// their recent latencies.
+    /// Raised by the calling thread at every sample of a probe asked for a
+    /// precision: workers then publish their recent latencies.
     epoch: AtomicU64,
 }
 
@@ -455,7 +455,9 @@ fn wait_until_done(
             let ops = shared.ops();
             let p99 = sampler.wants_p99(ops).then(|| shared.p99_us()).flatten();
             sampler.sample(elapsed, ops, p99);
-            shared.epoch.fetch_add(1, Ordering::Relaxed);
+            if sampler.wants_latencies() {
+                shared.epoch.fetch_add(1, Ordering::Relaxed);
+            }
             if sampler.precise(elapsed) {
                 return false;
             }

@@ -67,10 +67,17 @@ impl Sampler {
         elapsed >= self.last_at + SAMPLE_INTERVAL
     }
 
+    /// Whether the workers need to publish their latencies at all: only a
+    /// probe asked for a precision reads a p99 while it runs, and a fixed
+    /// one spares its workers the merge.
+    pub fn wants_latencies(&self) -> bool {
+        self.target_pct.is_some()
+    }
+
     /// Whether the caller should read the p99 for this sample (reading it
     /// costs a merge of every worker's histogram).
     pub fn wants_p99(&self, ops: u64) -> bool {
-        self.target_pct.is_some() && ops >= MIN_OPS_FOR_P99
+        self.wants_latencies() && ops >= MIN_OPS_FOR_P99
     }
 
     /// Records the operation count at `elapsed` (and the p99, when asked).
@@ -150,6 +157,8 @@ mod tests {
 
     #[test]
     fn a_fixed_probe_never_stops_early() {
+        assert!(!Sampler::new(None).wants_latencies());
+        assert!(Sampler::new(Some(5.0)).wants_latencies());
         assert_eq!(run(None, &[1000; 30], |_| 50.0), None);
     }
 

@@ -7,7 +7,7 @@
 //! the calling thread has asked for a new sample, about ten times a second.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::histogram::Histogram;
@@ -29,19 +29,22 @@ impl Progress {
 
     /// Adds the worker's published latencies to `into`.
     pub(crate) fn merge_into(&self, into: &mut Histogram) {
-        into.merge(
-            &self
-                .published
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        into.merge(&self.published());
+    }
+
+    /// The published latencies, locked (a worker that panicked holding the
+    /// lock left them whole: merges do not panic midway).
+    fn published(&self) -> MutexGuard<'_, Histogram> {
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 /// A worker's counts while it runs: what `WorkerDone` carries at the end.
 pub(crate) struct Tally<'a> {
-    pub(crate) ops: u64,
-    pub(crate) bytes: u64,
+    ops: u64,
+    bytes: u64,
     /// Latencies recorded since the last publication.
     recent: Histogram,
     progress: &'a Progress,
@@ -80,12 +83,7 @@ impl<'a> Tally<'a> {
     }
 
     fn flush(&mut self) {
-        let mut published = self
-            .progress
-            .published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        published.merge(&self.recent);
+        self.progress.published().merge(&self.recent);
         self.recent.reset();
     }
 
@@ -93,12 +91,7 @@ impl<'a> Tally<'a> {
     pub(crate) fn finish(mut self) -> (u64, u64, Histogram) {
         self.progress.ops.store(self.ops, Ordering::Relaxed);
         self.flush();
-        let all = self
-            .progress
-            .published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let all = self.progress.published().clone();
         (self.ops, self.bytes, all)
     }
 }

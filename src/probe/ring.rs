@@ -130,7 +130,7 @@ impl Ring {
     }
 
     /// Queues `op` of the slot's whole buffer at `offset` of `fd`; it goes
-    /// to the kernel at the next `submit_and_wait`.
+    /// to the kernel at the next `submit` or `submit_and_wait`.
     pub(crate) fn queue(&mut self, fd: RawFd, op: Op, slot: usize, offset: u64) {
         let buf = &mut self.bufs[slot];
         let len = buf.len() as u32;
@@ -165,30 +165,28 @@ impl Ring {
     /// instead of staying full. Measured on this lab's virtual disk at
     /// depth 32: 98 000 IOPS submitting in batches, against fio's 120 000.
     pub(crate) fn submit(&mut self) -> io::Result<()> {
-        let now = Instant::now();
-        for slot in self.queued.drain(..) {
-            self.issued_at[slot] = now;
-        }
-        match self.uring.submitter().submit() {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EBUSY)) => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.enter(0, None)
     }
 
     /// Hands the queued requests to the kernel (their clocks start now) and
     /// waits until at least one request completes, or `timeout` passes.
     pub(crate) fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        if self.queued.is_empty() && !self.uring.completion().is_empty() {
+        let completed = !self.uring.completion().is_empty();
+        if self.queued.is_empty() && completed {
             // completed already (on memory, reads complete while submitted):
             // no system call to make
             return Ok(());
         }
+        self.enter(usize::from(self.in_flight > 0 && !completed), timeout)
+    }
+
+    /// One io_uring_enter: submits what is queued (starting its clocks) and
+    /// waits for `want` completions, or `timeout`.
+    fn enter(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
         let now = Instant::now();
         for slot in self.queued.drain(..) {
             self.issued_at[slot] = now;
         }
-        let want = usize::from(self.in_flight > 0 && self.uring.completion().is_empty());
         let submitter = self.uring.submitter();
         let result = match timeout {
             None => submitter.submit_and_wait(want),

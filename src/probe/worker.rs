@@ -201,13 +201,11 @@ impl<'a> Worker<'a> {
                 while let Some(slot) = ring.free_slot() {
                     let offset = self.next_offset();
                     if op == Op::Write {
-                        self.writes += 1;
-                        stamp(ring.buf_mut(slot), self.tag ^ self.writes);
+                        stamp(ring.buf_mut(slot), self.next_stamp());
                     }
                     ring.queue(fd, op, slot, offset);
                     if let Err(e) = ring.submit() {
                         error = Some(ProbeError::io("submitting to io_uring", e));
-                        stop.store(true, Ordering::SeqCst);
                         break;
                     }
                 }
@@ -291,8 +289,14 @@ impl<'a> Worker<'a> {
     /// Stamping every 512-byte sector defeats dedup at any granularity,
     /// and costs a few nanoseconds, negligible next to a write.
     fn stamp_buffer(&mut self) {
+        let value = self.next_stamp();
+        stamp(self.buf.as_mut_slice(), value);
+    }
+
+    /// The value that makes the next written block unlike every other.
+    fn next_stamp(&mut self) -> u64 {
         self.writes += 1;
-        stamp(self.buf.as_mut_slice(), self.tag ^ self.writes);
+        self.tag ^ self.writes
     }
 
     fn io_error(&self, what: &str, offset: u64, e: io::Error) -> ProbeError {
