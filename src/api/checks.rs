@@ -7,23 +7,13 @@
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 
-use super::interval_micros;
+use super::suite::duration_of;
 use crate::ops::checks;
 use crate::ops::error::{required, OrRaise};
-use crate::ops::settings::max_probe_duration;
 use crate::ops::targets::resolve;
 use crate::report::checks::{check_description, median, regression_description};
 use crate::request::checks as args;
-use crate::request::probe::suite_duration;
 use crate::sqltypes::Name;
-
-fn duration_of(d: Option<Interval>) -> std::time::Duration {
-    suite_duration(
-        interval_micros(&required(d, "duration")),
-        max_probe_duration(),
-    )
-    .or_raise()
-}
 
 /// Probes one workload of the standard suite on one tablespace
 /// `repetitions` times (reusing standard-suite probes younger than a

@@ -18,8 +18,14 @@ use crate::ops::targets::{all_targets, resolve};
 use crate::request::probe::{iodepths, precision, suite_duration, worker_counts};
 use crate::sqltypes::Name;
 
-fn duration_of(d: &Interval) -> Duration {
-    suite_duration(interval_micros(d), max_probe_duration()).or_raise()
+/// A suite's `duration` argument: required, at least 10 ms and at most
+/// storlab.max_probe_duration (22004 / 22023 otherwise).
+pub(super) fn duration_of(d: Option<Interval>) -> Duration {
+    suite_duration(
+        interval_micros(&required(d, "duration")),
+        max_probe_duration(),
+    )
+    .or_raise()
 }
 
 /// pg_test_fsync's comparison of sync methods, on one tablespace, with
@@ -42,7 +48,7 @@ fn fsync_cost(
     ),
 > {
     let target = resolve(required(tablespace, "tablespace").as_str()).or_raise();
-    let duration = duration_of(&required(duration, "duration"));
+    let duration = duration_of(duration);
     TableIterator::new(suite::fsync_cost(&target, duration).into_iter().map(|r| {
         (
             r.test.test.to_string(),
@@ -72,7 +78,7 @@ fn profile(
     precision_pct: default!(Option<f32>, 5),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
     let run = SuiteRun {
-        duration: duration_of(&required(duration, "duration")),
+        duration: duration_of(duration),
         precision_pct: precision_of(precision_pct),
         label: "profile",
     };
@@ -128,7 +134,7 @@ fn compare_tablespaces(
         raise(invalid("max_age must be positive, e.g. '1 day'"));
     }
     let run = SuiteRun {
-        duration: duration_of(&required(duration, "duration")),
+        duration: duration_of(duration),
         precision_pct: precision_of(precision_pct),
         label: "compare_tablespaces",
     };

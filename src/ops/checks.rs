@@ -5,12 +5,13 @@
 
 use std::time::Duration;
 
+use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, SqlState};
 use super::identity::as_owner;
 use super::server::{hostname, system_identifier};
-use super::suite::{measure_item, suite_file_once, SuiteRun};
+use super::suite::{item_args, measure_item, suite_file_once, SuiteRun, ITEM_PROBES};
 use super::targets::{all_targets, resolve, Target};
 use crate::report::checks::{confirm, judge, Metric, Verdict};
 use crate::request::probe::{SuiteItem, SUITE, SUITE_PRECISION_PCT};
@@ -31,31 +32,30 @@ fn run(duration: Duration, label: &'static str) -> SuiteRun<'static> {
 /// Ids of the newest standard-suite probes of `item` on `target` younger
 /// than CHECK_REUSE_SECS, at most `n`.
 fn young_probes(target: &Target, item: &SuiteItem, n: usize) -> Vec<i64> {
+    let mut args = item_args(&target.name, item);
+    args.push(system_identifier().into());
+    args.push((CHECK_REUSE_SECS as f64).into());
+    args.push((n as i64).into());
+    probe_ids(
+        &format!(
+            "SELECT id FROM storlab.probes
+              WHERE {ITEM_PROBES} AND system_identifier = $6
+                AND started_at > pg_catalog.now() - pg_catalog.make_interval(secs => $7)
+              ORDER BY started_at DESC LIMIT $8"
+        ),
+        &args,
+    )
+}
+
+/// The probe ids a query of one column of them returns, as the owner.
+fn probe_ids(query: &str, args: &[DatumWithOid]) -> Vec<i64> {
     as_owner(|| {
         Spi::connect(|c| {
-            c.select(
-                "SELECT id FROM storlab.probes
-                  WHERE tablespace = $1 AND workload = $2 AND block_size = $3 AND sync_method = $4
-                    AND workers = 1 AND iodepth = $5 AND suite = 'standard' AND ops > 0
-                    AND system_identifier = $6
-                    AND started_at > pg_catalog.now() - pg_catalog.make_interval(secs => $7)
-                  ORDER BY started_at DESC LIMIT $8",
-                None,
-                &[
-                    Name(target.name.clone()).into(),
-                    item.workload.as_str().into(),
-                    (item.block_size as i32).into(),
-                    item.sync.as_str().into(),
-                    (item.iodepth as i32).into(),
-                    system_identifier().into(),
-                    (CHECK_REUSE_SECS as f64).into(),
-                    (n as i64).into(),
-                ],
-            )?
-            .map(|r| r.get::<i64>(1).map(|v| v.expect("id")))
-            .collect::<Result<Vec<_>, _>>()
+            c.select(query, None, args)?
+                .map(|r| r.get::<i64>(1).map(|v| v.expect("id")))
+                .collect::<Result<Vec<_>, _>>()
         })
-        .map_err(spi("reading recent probes"))
+        .map_err(spi("reading stored probes"))
         .or_raise()
     })
 }
@@ -235,29 +235,17 @@ pub struct Regression {
 
 /// The baseline's stored probe ids of one item on one tablespace.
 fn baseline_probes(baseline: i64, tablespace: &str, item: &SuiteItem) -> Vec<i64> {
-    as_owner(|| {
-        Spi::connect(|c| {
-            c.select(
-                "SELECT p.id FROM storlab.baseline_probes b JOIN storlab.probes p ON p.id = b.probe_id
-                  WHERE b.baseline_id = $1 AND p.tablespace = $2 AND p.workload = $3 AND p.block_size = $4
-                    AND p.sync_method = $5 AND p.workers * p.iodepth = $6 AND (p.workers = 1 OR p.iodepth = 1)
-                  ORDER BY p.id",
-                None,
-                &[
-                    baseline.into(),
-                    Name(tablespace.to_string()).into(),
-                    item.workload.as_str().into(),
-                    (item.block_size as i32).into(),
-                    item.sync.as_str().into(),
-                    (item.iodepth as i32).into(),
-                ],
-            )?
-            .map(|r| r.get::<i64>(1).map(|v| v.expect("id")))
-            .collect::<Result<Vec<_>, _>>()
-        })
-        .map_err(spi("reading the baseline's probes"))
-        .or_raise()
-    })
+    let mut args = item_args(tablespace, item);
+    args.push(baseline.into());
+    probe_ids(
+        &format!(
+            "SELECT id FROM storlab.probes
+              WHERE {ITEM_PROBES}
+                AND id IN (SELECT probe_id FROM storlab.baseline_probes WHERE baseline_id = $6)
+              ORDER BY id"
+        ),
+        &args,
+    )
 }
 
 /// The baseline's tablespaces (every one is measured again, whichever are

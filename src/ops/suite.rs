@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use pgrx::datum::{Interval, TimestampWithTimeZone};
+use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, SqlState};
@@ -28,6 +28,28 @@ pub const NEWEST_SUITE_PROBES: &str = "SELECT DISTINCT ON (tablespace, workload,
        FROM storlab.probes
       WHERE suite = 'standard' AND ops > 0 AND iodepth = 1
       ORDER BY tablespace, workload, workers, started_at DESC";
+
+/// The stored standard-suite probes of one suite item on one tablespace
+/// that completed something, as a WHERE condition on storlab.probes with
+/// the parameters of `item_args` ($1 to $5): its workload, block size and
+/// sync method, and as many requests in flight, from one worker at the
+/// item's depth or from as many psync workers (the fallback where io_uring
+/// is off). Callers number their own parameters from $6.
+pub(crate) const ITEM_PROBES: &str =
+    "tablespace = $1 AND workload = $2 AND block_size = $3 AND sync_method = $4
+     AND workers * iodepth = $5 AND (workers = 1 OR iodepth = 1)
+     AND suite = 'standard' AND ops > 0";
+
+/// The parameters of ITEM_PROBES.
+pub(crate) fn item_args(tablespace: &str, item: &SuiteItem) -> Vec<DatumWithOid<'static>> {
+    vec![
+        Name(tablespace.to_string()).into(),
+        item.workload.as_str().into(),
+        (item.block_size as i32).into(),
+        item.sync.as_str().into(),
+        (item.iodepth as i32).into(),
+    ]
+}
 
 /// The scratch file size a suite uses on this target (see suite_file_size).
 fn suite_file_for(target: &Target, min_bytes: u64) -> u64 {
@@ -248,26 +270,21 @@ pub fn profile(targets: &[Target], workers: &[usize], iodepths: &[u32], run: Sui
 type Newest = (Option<f64>, Option<f64>, f64, f64, TimestampWithTimeZone);
 
 fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest> {
+    let mut args = item_args(&target.name, item);
+    args.push(system_identifier().into());
+    args.push(max_age.into());
     as_owner(|| {
         Spi::connect(|c| {
             let mut rows = c.select(
-                "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at
-               FROM storlab.probes
-              WHERE tablespace = $1 AND workload = $2 AND block_size = $3 AND sync_method = $4
-                AND workers * iodepth = $7 AND (workers = 1 OR iodepth = 1)
-                AND suite = 'standard' AND ops > 0
-                AND system_identifier = $5 AND started_at > pg_catalog.now() - $6
-              ORDER BY iodepth = $7 DESC, started_at DESC LIMIT 1",
+                &format!(
+                    "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at
+                       FROM storlab.probes
+                      WHERE {ITEM_PROBES}
+                        AND system_identifier = $6 AND started_at > pg_catalog.now() - $7
+                      ORDER BY iodepth = $5 DESC, started_at DESC LIMIT 1"
+                ),
                 None,
-                &[
-                    Name(target.name.clone()).into(),
-                    item.workload.as_str().into(),
-                    (item.block_size as i32).into(),
-                    item.sync.as_str().into(),
-                    system_identifier().into(),
-                    max_age.into(),
-                    (item.iodepth as i32).into(),
-                ],
+                &args,
             )?;
             Ok::<_, pgrx::spi::Error>(match rows.next() {
                 Some(r) => Some((

@@ -14,7 +14,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::probe::Workload;
-use crate::report::stats::{improvement_pct, welch};
+use crate::report::stats::{improvement_pct, summarize, welch};
 
 /// The one-sided p below which a change counts as real: 5 %, the usual
 /// level, so that at most one unchanged figure in twenty is even a candidate
@@ -184,33 +184,31 @@ pub struct Verdict {
     pub regressed: bool,
 }
 
+/// The mean of figures the caller guarantees are there.
 fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
+    summarize(xs).map_or(f64::NAN, |s| s.mean)
 }
 
 /// The verdict on one metric from the baseline's and today's repetitions
 /// (each at least one figure).
 pub fn judge(metric: Metric, baseline: &[f64], now: &[f64], max_change_pct: f64) -> Verdict {
     let (b, n) = (mean(baseline), mean(now));
+    // +1 where a higher figure is worse (latency), -1 where it is better
+    let worse = if metric.higher_is_better() { -1.0 } else { 1.0 };
     let change_pct = improvement_pct(b, n);
-    let worse_pct = change_pct.map(|c| if metric.higher_is_better() { -c } else { c });
+    // Welch's t > 0: now is higher than the baseline. One-sided p of "now
+    // is worse": half the two-sided p on the worse side, the rest otherwise.
     let p_value = welch(now, baseline).map(|w| {
-        // w.t > 0: now is higher than the baseline
-        let worse_side = if metric.higher_is_better() {
-            w.t < 0.0
-        } else {
-            w.t > 0.0
-        };
         if w.t == 0.0 {
             1.0
-        } else if worse_side {
+        } else if w.t * worse > 0.0 {
             w.p_value / 2.0
         } else {
             1.0 - w.p_value / 2.0
         }
     });
-    let regressed =
-        worse_pct.is_some_and(|w| w > max_change_pct) && p_value.is_some_and(|p| p < SIGNIFICANCE);
+    let regressed = change_pct.is_some_and(|c| c * worse > max_change_pct)
+        && p_value.is_some_and(|p| p < SIGNIFICANCE);
     Verdict {
         baseline: b,
         now: n,
