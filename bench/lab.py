@@ -1,0 +1,33 @@
+"""What the bench scripts share: the lab's connection settings (from
+`scripts/lab env`) and a quiet psql that stops the script on any error."""
+import os
+import shlex
+import subprocess
+import sys
+
+PG_BIN = "/usr/lib/postgresql/15/bin"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def lab_env():
+    out = subprocess.run([os.path.join(HERE, "..", "scripts", "lab"), "env"], check=True, capture_output=True, text=True).stdout
+    env = dict(os.environ)
+    for word in shlex.split(out.replace("export ", "")):
+        key, _, value = word.partition("=")
+        env[key] = value
+    return env
+
+
+ENV = lab_env()
+
+
+def psql(*statements):
+    """Runs each statement with its own -c (a CALL that commits cannot share
+    one) and returns the unaligned output; exits the script on an error."""
+    cmd = [f"{PG_BIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
+    for s in statements:
+        cmd += ["-c", s]
+    r = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"psql failed: {r.stderr}")
+    return r.stdout.strip()
