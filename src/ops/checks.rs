@@ -179,19 +179,16 @@ pub fn take_baseline(
     duration: Duration,
     repetitions: usize,
 ) -> i64 {
-    if baseline_id(label).is_some() {
-        Error::new(SqlState::DuplicateObject, format!("baseline \"{label}\" already exists"))
-            .with_hint(format!(
-                "Take it under another label, or remove the old one first: DELETE FROM storlab.baselines WHERE label = '{}'",
-                label.replace('\'', "''")
-            ))
-            .raise();
-    }
     let names: Vec<Name> = targets.iter().map(|t| Name(t.name.clone())).collect();
+    // One statement claims the label: a second session taking the same one
+    // waits for the first (like any unique key, within lock_timeout) and
+    // finds it taken when the first commits, rather than a unique violation.
     let id = as_owner(|| {
         Spi::get_one_with_args::<i64>(
-            "INSERT INTO storlab.baselines (label, tablespaces, duration_s, repetitions, system_identifier, hostname)
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            "WITH taken AS (
+               INSERT INTO storlab.baselines (label, tablespaces, duration_s, repetitions, system_identifier, hostname)
+               VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (label) DO NOTHING RETURNING id)
+             SELECT (SELECT id FROM taken)",
             &[
                 label.into(),
                 names.into(),
@@ -203,8 +200,15 @@ pub fn take_baseline(
         )
         .map_err(spi("storing the baseline"))
         .or_raise()
-        .expect("INSERT ... RETURNING id")
     });
+    let Some(id) = id else {
+        Error::new(SqlState::DuplicateObject, format!("baseline \"{label}\" already exists"))
+            .with_hint(format!(
+                "Take it under another label, or remove the old one first: DELETE FROM storlab.baselines WHERE label = '{}'",
+                label.replace('\'', "''")
+            ))
+            .raise()
+    };
     let probes = suite_repetitions(targets, repetitions, run(duration, "baseline"));
     let (reps, ids): (Vec<i32>, Vec<i64>) =
         probes.iter().map(|m| (m.repetition as i32, m.id)).unzip();
