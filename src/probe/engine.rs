@@ -1011,5 +1011,11 @@ mod standalone {
         };
         let r = run_probe(&spec, &mut || false).unwrap();
         eprintln!("iops {:.0} mean {:.0} us", r.iops(), r.histogram.mean_us());
+        // what the figures printed stand on: every operation timed, all of
+        // the asked duration run, O_DIRECT really used
+        assert!(r.ops > 0);
+        assert_eq!(r.histogram.count(), r.ops);
+        assert!(r.elapsed >= spec.duration, "{:?}", r.elapsed);
+        assert!(r.direct, "{:?}", r.notices);
     }
 }
