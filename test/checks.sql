@@ -12,9 +12,18 @@ SELECT ok(ok, description) FROM storlab.check('lab_ram', 'randread', 'lat_p99_us
 -- No storage here reads 8 kB blocks a trillion times a second: the check fails.
 SELECT ok(NOT ok, 'fails as it must: ' || description) FROM storlab.check('lab_ram', 'randread', 'iops', '>', 1e12, '300 ms');
 
--- Unchanged storage: a baseline, then regressions() against it.
+-- Unchanged storage: a baseline, then regressions() against it. RAM's
+-- figures are CPU figures: on a shared two-vCPU machine they drift by 10-25 %
+-- from one half-minute to the next, and a neighbour's load took a quarter of
+-- the CPU for the whole call once (figures 23-58 % worse, confirmed in both
+-- rounds: a real change of conditions, rightly reported). So this asks for
+-- a figure twice as bad: what it proves is that regressions() measures again
+-- what the baseline measured (same workloads, metrics, units, tablespace);
+-- the false-alarm rate with the defaults is measured on the lab's disk by
+-- bench/regressions, where such a test belongs.
 SELECT ok(storlab.baseline('tap unchanged', '{lab_ram}', '300 ms', 5) > 0, 'a baseline of lab_ram is taken');
-CREATE TEMP TABLE same AS SELECT * FROM storlab.regressions('tap unchanged', duration => '300 ms', repetitions => 5);
+CREATE TEMP TABLE same AS SELECT * FROM storlab.regressions('tap unchanged', max_change_pct => 100,
+                                                            duration => '300 ms', repetitions => 5);
 SELECT is((SELECT string_agg(format('%s %s %s: %s -> %s (%s %%, p %s)', tablespace, workload, metric,
                                     round(baseline::numeric, 1), round(now::numeric, 1),
                                     round(change_pct::numeric, 1), round(p_value::numeric, 4)), '; ')
