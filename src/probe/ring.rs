@@ -20,6 +20,16 @@ use super::error::ProbeError;
 /// and leaks their buffers. A healthy device answers in milliseconds; a
 /// device that takes this long is broken, and the probe's caller must not
 /// hang on it.
+/// io_uring_enter's flag that makes the call also run the ring's deferred
+/// completion work (DEFER_TASKRUN runs it only in an enter carrying it).
+/// fio passes it with every submission, wanting no completion: requests that
+/// finished meanwhile are then posted at once, and the reap that follows a
+/// refill finds them without another system call. Measured against fio at
+/// depth 32 (bench/probe_vs_fio, 6 interleaved runs): RAM reads went from
+/// 0.91 of fio's IOPS to 1.14, where completions come faster than the
+/// submitting loop; the disk's figures did not move.
+const IORING_ENTER_GETEVENTS: u32 = 1;
+
 pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
 /// Whether a slot's request reads or writes its buffer.
@@ -187,8 +197,20 @@ impl Ring {
         for slot in self.queued.drain(..) {
             self.issued_at[slot] = now;
         }
+        // what the kernel has not taken from the submission ring yet
+        let pending = self.uring.submission().len() as u32;
         let submitter = self.uring.submitter();
         let result = match timeout {
+            // SAFETY: no argument pointer is passed (None), and `pending`
+            // entries are in the submission ring, pushed by `queue`.
+            None if want == 0 => unsafe {
+                submitter.enter::<libc::sigset_t>(
+                    pending,
+                    0,
+                    IORING_ENTER_GETEVENTS,
+                    None,
+                )
+            },
             None => submitter.submit_and_wait(want),
             Some(t) => {
                 let ts = types::Timespec::from(t);
