@@ -20,9 +20,10 @@
 //!   random_page_cost(ts) = max(seq_page_cost(ts), t_rand(ts) / t_seq(pg_default) x miss):
 //!                          a cached random read costs no more than a
 //!                          sequential one.
-//! effective_io_concurrency: the fewest concurrent readers (workers, or
-//! queue depth where measured) that reach four fifths of the highest read
-//! IOPS measured; 1 when one reader already gets nearly all there is.
+//! effective_io_concurrency: the smallest queue depth of one reader (or,
+//! where no depth beyond 1 was measured, the fewest concurrent workers)
+//! that reaches four fifths of the highest read IOPS measured; 1 when one
+//! read at a time already gets nearly all there is.
 
 /// Costs proposed for one tablespace.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,6 +92,34 @@ pub fn effective_io_concurrency(iops_by_readers: &[(i32, f64)]) -> Option<i32> {
         .iter()
         .find(|p| p.1 >= 0.8 * top)
         .map(|p| p.0.min(1000))
+}
+
+/// What an effective_io_concurrency was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConcurrencyBasis {
+    /// One reader's io_uring queue depth: what the setting is, the number
+    /// of reads one backend keeps in flight while it prefetches.
+    QueueDepth,
+    /// Concurrent synchronous readers (profile's workers): a stand-in,
+    /// for tablespaces profiled before queued probes existed or where
+    /// io_uring is off.
+    Workers,
+}
+
+/// effective_io_concurrency from the read IOPS measured at several queue
+/// depths (one reader) or, without such, at several workers: the depth
+/// curve when it has a point beyond depth 1, since that is the setting's
+/// own meaning.
+pub fn io_concurrency(
+    by_depth: &[(i32, f64)],
+    by_workers: &[(i32, f64)],
+) -> Option<(i32, ConcurrencyBasis)> {
+    if by_depth.iter().any(|p| p.0 > 1) {
+        if let Some(n) = effective_io_concurrency(by_depth) {
+            return Some((n, ConcurrencyBasis::QueueDepth));
+        }
+    }
+    effective_io_concurrency(by_workers).map(|n| (n, ConcurrencyBasis::Workers))
 }
 
 /// Is moving worth saying: the other volume lower by more than 10 %?
@@ -175,6 +204,44 @@ mod tests {
             "needs the one-reader point"
         );
         assert_eq!(effective_io_concurrency(&[(1, 1.0)]), None);
+    }
+
+    #[test]
+    fn queue_depth_is_read_before_workers() {
+        let workers = [(1, 10_000.0), (2, 19_000.0), (4, 30_000.0)];
+        // lab_disk's profile in the README: 43 701 IOPS from one psync
+        // reader, then io_uring at depths 2..128; four fifths of the top
+        // (120 960) is 96 768, first passed at depth 16
+        let depths = [
+            (1, 43_701.0),
+            (2, 65_161.0),
+            (4, 87_808.0),
+            (8, 94_716.0),
+            (16, 109_969.0),
+            (32, 117_037.0),
+            (64, 120_960.0),
+            (128, 116_238.0),
+        ];
+        assert_eq!(
+            io_concurrency(&depths, &workers),
+            Some((16, ConcurrencyBasis::QueueDepth))
+        );
+        // the standard suite alone: depths 1 and 32
+        assert_eq!(
+            io_concurrency(&[(1, 43_701.0), (32, 117_037.0)], &[]),
+            Some((32, ConcurrencyBasis::QueueDepth))
+        );
+        // only the one-reader point at depth: the workers decide
+        assert_eq!(
+            io_concurrency(&[(1, 10_000.0)], &workers),
+            Some((4, ConcurrencyBasis::Workers))
+        );
+        // depths without their one-reader point: the workers decide too
+        assert_eq!(
+            io_concurrency(&[(32, 117_037.0)], &workers),
+            Some((4, ConcurrencyBasis::Workers))
+        );
+        assert_eq!(io_concurrency(&[(1, 1.0)], &[(1, 1.0)]), None);
     }
 
     #[test]

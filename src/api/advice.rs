@@ -10,7 +10,7 @@ use pgrx::datum::JsonB;
 use pgrx::prelude::*;
 use serde_json::{json, Value};
 
-use crate::advice::{self, Costs};
+use crate::advice::{self, ConcurrencyBasis, Costs};
 use crate::ops::error::{spi, OrRaise};
 use crate::ops::suite::NEWEST_SUITE_PROBES;
 use crate::pgbench::scripts::quote_ident;
@@ -98,6 +98,9 @@ struct Figures {
     workloads: BTreeMap<String, Probe>,
     /// randread IOPS by workers (the newest probe at each count), with ids
     scaling: Vec<(i32, f64, i64)>,
+    /// randread IOPS of one reader by queue depth (the newest probe at
+    /// each depth, depth 1 included), with ids
+    depths: Vec<(i32, f64, i64)>,
 }
 
 /// Per tablespace (and pg_wal): the newest standard-suite figures.
@@ -142,6 +145,22 @@ fn newest_figures() -> BTreeMap<String, Figures> {
         for r in rows {
             if let Some(f) = out.get_mut(&r.get::<String>(1)?.unwrap_or_default()) {
                 f.scaling.push((r.get(2)?.unwrap_or(0), r.get(3)?.unwrap_or(0.0), r.get(4)?.unwrap_or(0)));
+            }
+        }
+        // one reader at each queue depth (the standard suite's depth 32,
+        // a profile's iodepths): 8 kB random reads, as the suite's
+        let rows = c.select(
+            "SELECT DISTINCT ON (tablespace, iodepth) tablespace::text, iodepth, iops, id
+               FROM storlab.probes
+              WHERE suite = 'standard' AND ops > 0 AND workload = 'randread'
+                AND block_size = 8192 AND workers = 1
+              ORDER BY tablespace, iodepth, started_at DESC",
+            None,
+            &[],
+        )?;
+        for r in rows {
+            if let Some(f) = out.get_mut(&r.get::<String>(1)?.unwrap_or_default()) {
+                f.depths.push((r.get(2)?.unwrap_or(0), r.get(3)?.unwrap_or(0.0), r.get(4)?.unwrap_or(0)));
             }
         }
         Ok::<_, pgrx::spi::Error>(())
@@ -191,21 +210,37 @@ fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
             continue;
         };
         let readers: Vec<(i32, f64)> = f.scaling.iter().map(|s| (s.0, s.1)).collect();
-        let eic = advice::effective_io_concurrency(&readers);
+        let depths: Vec<(i32, f64)> = f.depths.iter().map(|s| (s.0, s.1)).collect();
+        let eic = advice::io_concurrency(&depths, &readers);
         let mut set =
             format!("random_page_cost = {random_page_cost}, seq_page_cost = {seq_page_cost}");
         let mut said = format!(
             "plans priced by this storage's measured costs: 8 kB random reads take {:.1} us on average, a sequential page {:.2} us (pg_default's: {:.2} us); with {miss_said}, a random page costs {random_page_cost} and a sequential one {seq_page_cost} of pg_default's sequential page",
             rand.mean_us, seq_us, unit
         );
+        let finer = format!(
+            "SELECT * FROM storlab.profile({}, iodepths => '{{1,2,4,8,16,32,64}}')",
+            quote_literal(ts)
+        );
         match eic {
-            Some(n) => {
+            Some((n, ConcurrencyBasis::QueueDepth)) => {
+                set.push_str(&format!(", effective_io_concurrency = {n}"));
+                let measured: Vec<String> = depths.iter().map(|d| d.0.to_string()).collect();
+                said.push_str(&format!(
+                    "; one reader keeping {n} reads in flight reaches four fifths of the highest read IOPS measured (queue depths {})",
+                    measured.join(", ")
+                ));
+                if depths.len() < 4 {
+                    // the suite's depths 1 and 32 bound the knee, they do not place it
+                    said.push_str(&format!("; {finer} places it more finely"));
+                }
+            }
+            Some((n, ConcurrencyBasis::Workers)) => {
                 set.push_str(&format!(", effective_io_concurrency = {n}"));
                 said.push_str(&format!("; {n} concurrent readers reach four fifths of the highest read IOPS measured"));
             }
             None => said.push_str(&format!(
-                "; for effective_io_concurrency, measure reads at several workers first: SELECT * FROM storlab.profile({}, workers => '{{1,2,4,8,16}}')",
-                quote_literal(ts)
+                "; for effective_io_concurrency, measure reads at several queue depths first: {finer}"
             )),
         }
         rows.push(row(
@@ -221,6 +256,8 @@ fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
                 "randread_mean_us": rand.mean_us, "seq_page_us": seq_us, "unit_seq_page_us": unit,
                 "miss_ratio": miss, "miss_ratio_measured": measured,
                 "iops_by_workers": readers,
+                "iops_by_iodepth": depths,
+                "depth_probes": f.depths.iter().map(|s| s.2).collect::<Vec<_>>(),
             }),
         ));
     }
