@@ -101,6 +101,14 @@ SELECT target, advice LIKE 'pg_wal (on /srv/pg_wal) commits in 300 us p99; the v
        statement, expected_gain
   FROM storlab.recommend() WHERE topic = 'wal';
 
+-- No volume is proposed for pg_wal that it is on already: with lab_disk's
+-- figures stored as if it lived on pg_wal's volume, the advice is to stay.
+BEGIN;
+UPDATE storlab.probes SET env = env || '{"mount_point": "/srv/pg_wal"}'
+ WHERE label = 'recommend regress' AND tablespace = 'lab_disk';
+SELECT target, advice LIKE '%leave it where it is' AS stays, statement FROM storlab.recommend() WHERE topic = 'wal';
+ROLLBACK;
+
 -- Indexes: backed by the experiment; temp files: by probes (the fastest
 -- sequential I/O, RAM allowed: temp files need not survive a reboot).
 SELECT topic, target, statement, expected_gain, evidence ->> 'experiment' AS experiment

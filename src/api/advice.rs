@@ -226,12 +226,18 @@ fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
             Some((n, ConcurrencyBasis::QueueDepth)) => {
                 set.push_str(&format!(", effective_io_concurrency = {n}"));
                 let measured: Vec<String> = depths.iter().map(|d| d.0.to_string()).collect();
+                let who = if n == 1 {
+                    "one read at a time already gets".to_string()
+                } else {
+                    format!("one reader keeping {n} reads in flight reaches")
+                };
                 said.push_str(&format!(
-                    "; one reader keeping {n} reads in flight reaches four fifths of the highest read IOPS measured (queue depths {})",
+                    "; {who} four fifths of the highest read IOPS measured (queue depths {})",
                     measured.join(", ")
                 ));
-                if depths.len() < 4 {
-                    // the suite's depths 1 and 32 bound the knee, they do not place it
+                // the suite's depths 1 and 32 bound the knee, they do not
+                // place it (nothing is below 1)
+                if n > 1 && depths.len() < 4 {
                     said.push_str(&format!("; {finer} places it more finely"));
                 }
             }
@@ -283,9 +289,13 @@ fn wal(figures: &BTreeMap<String, Figures>) -> Row {
         .mount
         .clone()
         .unwrap_or_else(|| "its volume".into());
+    // A tablespace on pg_wal's own volume is no place to move it to: two
+    // probes of one volume differ by noise alone.
+    let wal_mount = figures["pg_wal"].mount.clone();
     let best = figures
         .iter()
         .filter(|(ts, f)| *ts != "pg_wal" && !f.volatile)
+        .filter(|(_, f)| wal_mount.is_none() || f.mount != wal_mount)
         .filter_map(|(ts, f)| Some((ts, f, f.workloads.get("wal")?)))
         .min_by(|a, b| a.2.p99_us.total_cmp(&b.2.p99_us));
     let mut evidence = json!({"probes": [now.id], "pg_wal_commit_p50_us": now.p50_us, "pg_wal_commit_p99_us": now.p99_us, "pg_wal_mount": here});
