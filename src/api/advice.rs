@@ -134,33 +134,25 @@ fn newest_figures() -> BTreeMap<String, Figures> {
                 },
             );
         }
-        let rows = c.select(
-            &format!(
-                "SELECT tablespace::text, workers, iops, id FROM ({NEWEST_SUITE_PROBES}) newest
-                  WHERE workload = 'randread' ORDER BY tablespace, workers"
-            ),
-            None,
-            &[],
-        )?;
-        for r in rows {
-            if let Some(f) = out.get_mut(&r.get::<String>(1)?.unwrap_or_default()) {
-                f.scaling.push((r.get(2)?.unwrap_or(0), r.get(3)?.unwrap_or(0.0), r.get(4)?.unwrap_or(0)));
+        let by_workers = format!(
+            "SELECT tablespace::text, workers, iops, id FROM ({NEWEST_SUITE_PROBES}) newest
+              WHERE workload = 'randread' ORDER BY tablespace, workers"
+        );
+        for (ts, point) in curve_points(&c, &by_workers)? {
+            if let Some(f) = out.get_mut(&ts) {
+                f.scaling.push(point);
             }
         }
         // one reader at each queue depth (the standard suite's depth 32,
         // a profile's iodepths): 8 kB random reads, as the suite's
-        let rows = c.select(
-            "SELECT DISTINCT ON (tablespace, iodepth) tablespace::text, iodepth, iops, id
-               FROM storlab.probes
-              WHERE suite = 'standard' AND ops > 0 AND workload = 'randread'
-                AND block_size = 8192 AND workers = 1
-              ORDER BY tablespace, iodepth, started_at DESC",
-            None,
-            &[],
-        )?;
-        for r in rows {
-            if let Some(f) = out.get_mut(&r.get::<String>(1)?.unwrap_or_default()) {
-                f.depths.push((r.get(2)?.unwrap_or(0), r.get(3)?.unwrap_or(0.0), r.get(4)?.unwrap_or(0)));
+        let by_depth = "SELECT DISTINCT ON (tablespace, iodepth) tablespace::text, iodepth, iops, id
+                          FROM storlab.probes
+                         WHERE suite = 'standard' AND ops > 0 AND workload = 'randread'
+                           AND block_size = 8192 AND workers = 1
+                         ORDER BY tablespace, iodepth, started_at DESC";
+        for (ts, point) in curve_points(&c, by_depth)? {
+            if let Some(f) = out.get_mut(&ts) {
+                f.depths.push(point);
             }
         }
         Ok::<_, pgrx::spi::Error>(())
@@ -168,6 +160,24 @@ fn newest_figures() -> BTreeMap<String, Figures> {
     .map_err(spi("reading the probes"))
     .or_raise();
     out
+}
+
+/// The rows of a curve query, (tablespace, concurrency, iops, probe id)
+/// each, as (tablespace, point).
+fn curve_points(
+    c: &pgrx::spi::SpiClient<'_>,
+    query: &str,
+) -> Result<Vec<(String, (i32, f64, i64))>, pgrx::spi::Error> {
+    let mut out = Vec::new();
+    for r in c.select(query, None, &[])? {
+        let point = (
+            r.get(2)?.unwrap_or(0),
+            r.get(3)?.unwrap_or(0.0),
+            r.get(4)?.unwrap_or(0),
+        );
+        out.push((r.get::<String>(1)?.unwrap_or_default(), point));
+    }
+    Ok(out)
 }
 
 fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {

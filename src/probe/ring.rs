@@ -204,12 +204,7 @@ impl Ring {
             // SAFETY: no argument pointer is passed (None), and `pending`
             // entries are in the submission ring, pushed by `queue`.
             None if want == 0 => unsafe {
-                submitter.enter::<libc::sigset_t>(
-                    pending,
-                    0,
-                    IORING_ENTER_GETEVENTS,
-                    None,
-                )
+                submitter.enter::<libc::sigset_t>(pending, 0, IORING_ENTER_GETEVENTS, None)
             },
             None => submitter.submit_and_wait(want),
             Some(t) => {
