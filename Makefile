@@ -40,7 +40,7 @@ test: deps
 # (psync and io_uring at depths 1 to 32, and how repeatable each is), the
 # standard suite with and without precision_pct, regressions() on unchanged
 # storage, the benchmark harness against bare pgbench, and what the
-# experiments' alternating order buys over a fixed one (about 90 minutes).
+# experiments' alternating order buys over a fixed one (about 100 minutes).
 bench: install lab
 	bench/probe_vs_fio
 	bench/suite_precision
