@@ -335,17 +335,17 @@ pub fn regressions(
     // A figure flagged once is measured again, in the same conditions:
     // only one flagged in both rounds is a regression (see
     // report::checks::confirm).
-    let flagged: Vec<&str> = out
+    // `out` runs tablespace by tablespace: dedup leaves each name once
+    let mut flagged: Vec<&str> = out
         .iter()
         .filter(|r| r.verdict.regressed && report.contains(&r.tablespace))
         .map(|r| r.tablespace.as_str())
         .collect();
+    flagged.dedup();
     if !flagged.is_empty() {
-        let mut names = flagged.clone();
-        names.dedup();
         notice!(
             "storlab: figures of {} look worse than baseline \"{label}\": measuring again, since a regression must show in two rounds",
-            names.join(", ")
+            flagged.join(", ")
         );
         let second = suite_repetitions(&targets, repetitions, run);
         for r in out.iter_mut().filter(|r| r.verdict.regressed) {

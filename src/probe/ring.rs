@@ -16,10 +16,6 @@ use io_uring::{opcode, types, IoUring};
 use super::buffer::AlignedBuf;
 use super::error::ProbeError;
 
-/// How long a drain waits for the requests in flight before it gives up
-/// and leaks their buffers. A healthy device answers in milliseconds; a
-/// device that takes this long is broken, and the probe's caller must not
-/// hang on it.
 /// io_uring_enter's flag that makes the call also run the ring's deferred
 /// completion work (DEFER_TASKRUN runs it only in an enter carrying it).
 /// fio passes it with every submission, wanting no completion: requests that
@@ -30,6 +26,10 @@ use super::error::ProbeError;
 /// submitting loop; the disk's figures did not move.
 const IORING_ENTER_GETEVENTS: u32 = 1;
 
+/// How long a drain waits for the requests in flight before it gives up
+/// and leaks their buffers. A healthy device answers in milliseconds; a
+/// device that takes this long is broken, and the probe's caller must not
+/// hang on it.
 pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
 /// Whether a slot's request reads or writes its buffer.
