@@ -27,6 +27,14 @@ use super::start_gate::StartGate;
 use super::sync_method::SyncMethod;
 use super::workload::Workload;
 
+/// How a worker moves its blocks; each engine owns only the memory it uses.
+enum Io {
+    /// One block at a time (pread/pwrite), through one buffer.
+    Psync(AlignedBuf),
+    /// Up to iodepth blocks in flight, each in its own slot's buffer.
+    Queued(Ring),
+}
+
 /// How a worker picks offsets.
 enum Pattern {
     Random { file_size: u64 },
@@ -42,15 +50,14 @@ pub(crate) struct Worker<'a> {
     sync: SyncMethod,
     writes_per_sync: u32,
     block_size: u64,
-    buf: AlignedBuf,
     rng: fastrand::Rng,
     pattern: Pattern,
     /// Stamped into every written sector with `writes` so that no two
     /// written blocks are ever identical, across workers too.
     tag: u64,
     writes: u64,
-    /// The worker's io_uring, for the io_uring engine; None for psync.
-    ring: Option<Ring>,
+    /// The engine's buffers (and ring); `run` takes it.
+    io: Option<Io>,
 }
 
 /// What a worker hands back when it stops.
@@ -63,7 +70,7 @@ pub(crate) struct WorkerDone {
 
 impl<'a> Worker<'a> {
     /// Opens the worker's own fd (O_DIRECT if the scratch file uses it,
-    /// plus the sync method's flags) and fills its buffer with random bytes.
+    /// plus the sync method's flags) and fills its buffers with random bytes.
     pub(crate) fn prepare(
         spec: &ProbeSpec,
         scratch: &'a ScratchFile,
@@ -76,16 +83,20 @@ impl<'a> Worker<'a> {
                 e,
             )
         })?;
-        let mut buf = AlignedBuf::new(spec.block_size)
-            .map_err(|e| ProbeError::io("allocating a probe buffer", e))?;
         // Distinct, well-mixed seeds so workers never walk the same random
         // offsets in lockstep.
         let worker_seed = seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut rng = fastrand::Rng::with_seed(worker_seed);
-        rng.fill(buf.as_mut_slice());
-        let ring = match spec.engine {
-            IoEngine::Psync => None,
-            IoEngine::IoUring => Some(Ring::new(spec.iodepth, spec.block_size, |b| rng.fill(b))?),
+        let io = match spec.engine {
+            IoEngine::Psync => {
+                let mut buf = AlignedBuf::new(spec.block_size)
+                    .map_err(|e| ProbeError::io("allocating a probe buffer", e))?;
+                rng.fill(buf.as_mut_slice());
+                Io::Psync(buf)
+            }
+            IoEngine::IoUring => {
+                Io::Queued(Ring::new(spec.iodepth, spec.block_size, |b| rng.fill(b))?)
+            }
         };
         let block_size = spec.block_size as u64;
         let pattern = if spec.workload.is_random() {
@@ -108,12 +119,11 @@ impl<'a> Worker<'a> {
             sync: spec.sync,
             writes_per_sync: spec.writes_per_sync,
             block_size,
-            buf,
             tag: rng.u64(..),
             rng,
             pattern,
             writes: 0,
-            ring,
+            io: Some(io),
         })
     }
 
@@ -129,9 +139,10 @@ impl<'a> Worker<'a> {
     ) -> WorkerDone {
         let mut tally = Tally::new(progress, epoch);
         gate.arrive_and_wait();
-        let error = match self.ring.take() {
-            None => self.run_psync(stop, &mut tally),
-            Some(mut ring) => self.run_queued(&mut ring, stop, &mut tally),
+        let error = match self.io.take() {
+            Some(Io::Psync(mut buf)) => self.run_psync(&mut buf, stop, &mut tally),
+            Some(Io::Queued(mut ring)) => self.run_queued(&mut ring, stop, &mut tally),
+            None => unreachable!("a worker runs once"),
         };
         if error.is_some() {
             stop.store(true, Ordering::SeqCst);
@@ -155,15 +166,20 @@ impl<'a> Worker<'a> {
     }
 
     /// One synchronous op after another: what a backend reading pages does.
-    fn run_psync(&mut self, stop: &AtomicBool, tally: &mut Tally) -> Option<ProbeError> {
+    fn run_psync(
+        &mut self,
+        buf: &mut AlignedBuf,
+        stop: &AtomicBool,
+        tally: &mut Tally,
+    ) -> Option<ProbeError> {
         let op_bytes = self.op_bytes();
         // Relaxed is enough: the flag carries no data, and a worker that
         // sees it one op late only does one op more.
         while !stop.load(Ordering::Relaxed) {
             let result = if self.workload.is_write() {
-                self.commit()
+                self.commit(buf)
             } else {
-                self.read()
+                self.read(buf)
             };
             match result {
                 Ok(latency) => {
@@ -239,11 +255,11 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn read(&mut self) -> Result<Duration, ProbeError> {
+    fn read(&mut self, buf: &mut AlignedBuf) -> Result<Duration, ProbeError> {
         let offset = self.next_offset();
         let t0 = Instant::now();
         // read_exact_at retries EINTR and short reads; EOF is an error.
-        let result = self.file.read_exact_at(self.buf.as_mut_slice(), offset);
+        let result = self.file.read_exact_at(buf.as_mut_slice(), offset);
         let latency = t0.elapsed();
         result.map_err(|e| self.io_error("read", offset, e))?;
         Ok(latency)
@@ -251,7 +267,7 @@ impl<'a> Worker<'a> {
 
     /// `writes_per_sync` writes then the sync, timed as one operation
     /// because that is what a committing transaction waits for.
-    fn commit(&mut self) -> Result<Duration, ProbeError> {
+    fn commit(&mut self, buf: &mut AlignedBuf) -> Result<Duration, ProbeError> {
         if let Pattern::Sequential {
             cursor,
             rewind: true,
@@ -262,10 +278,10 @@ impl<'a> Worker<'a> {
         let t0 = Instant::now();
         for _ in 0..self.writes_per_sync {
             let offset = self.next_offset();
-            self.stamp_buffer();
+            stamp(buf.as_mut_slice(), self.next_stamp());
             // write_all_at retries EINTR and short writes.
             self.file
-                .write_all_at(self.buf.as_slice(), offset)
+                .write_all_at(buf.as_slice(), offset)
                 .map_err(|e| self.io_error("write", offset, e))?;
         }
         self.sync
@@ -284,16 +300,10 @@ impl<'a> Worker<'a> {
         Ok(t0.elapsed())
     }
 
-    /// Makes this write's block unique: a deduplicating layer (VDO, ZFS
-    /// dedup) would otherwise turn repeated writes into metadata updates.
-    /// Stamping every 512-byte sector defeats dedup at any granularity,
-    /// and costs a few nanoseconds, negligible next to a write.
-    fn stamp_buffer(&mut self) {
-        let value = self.next_stamp();
-        stamp(self.buf.as_mut_slice(), value);
-    }
-
-    /// The value that makes the next written block unlike every other.
+    /// The value that makes the next written block unlike every other: a
+    /// deduplicating layer (VDO, ZFS dedup) would otherwise turn repeated
+    /// writes into metadata updates. Stamped into every 512-byte sector, it
+    /// defeats dedup at any granularity for a few nanoseconds a write.
     fn next_stamp(&mut self) -> u64 {
         self.writes += 1;
         self.tag ^ self.writes
@@ -350,6 +360,20 @@ mod tests {
         .unwrap()
     }
 
+    /// A psync worker and its buffer, for calling `read` and `commit`.
+    fn psync_worker<'a>(
+        spec: &ProbeSpec,
+        scratch: &'a ScratchFile,
+        index: usize,
+        seed: u64,
+    ) -> (Worker<'a>, AlignedBuf) {
+        let mut w = Worker::prepare(spec, scratch, index, seed).unwrap();
+        match w.io.take() {
+            Some(Io::Psync(buf)) => (w, buf),
+            _ => panic!("a psync spec makes a psync worker"),
+        }
+    }
+
     /// Which 8 KiB blocks of the file differ between two snapshots.
     fn changed_blocks(before: &[u8], after: &[u8]) -> Vec<usize> {
         before
@@ -374,9 +398,9 @@ mod tests {
             let scratch = scratch_for(&spec);
             let before = std::fs::read(scratch.path()).unwrap();
             // Worker 1 of 2 owns the second half of the 4 MiB file.
-            let mut w = Worker::prepare(&spec, &scratch, 1, 5).unwrap();
+            let (mut w, mut buf) = psync_worker(&spec, &scratch, 1, 5);
             for _ in 0..3 {
-                w.commit().unwrap();
+                w.commit(&mut buf).unwrap();
             }
             let after = std::fs::read(scratch.path()).unwrap();
             let first = 256; // (4 MiB / 2) / 8 KiB
@@ -397,10 +421,10 @@ mod tests {
             ..spec(dir.path(), Workload::Randread)
         };
         let scratch = scratch_for(&spec);
-        let mut w = Worker::prepare(&spec, &scratch, 0, 9).unwrap();
+        let (mut w, mut buf) = psync_worker(&spec, &scratch, 0, 9);
         // Any read past the end would fail with UnexpectedEof.
         for _ in 0..2_000 {
-            w.read().unwrap();
+            w.read(&mut buf).unwrap();
         }
     }
 
@@ -409,13 +433,32 @@ mod tests {
         let dir = TestDir::new_on_disk("worker-stamp");
         let spec = spec(dir.path(), Workload::Seqwrite);
         let scratch = scratch_for(&spec);
-        let mut w = Worker::prepare(&spec, &scratch, 0, 1).unwrap();
-        w.stamp_buffer();
-        let first = w.buf.as_slice().to_vec();
-        w.stamp_buffer();
-        let second = w.buf.as_slice().to_vec();
+        let (mut w, mut buf) = psync_worker(&spec, &scratch, 0, 1);
+        stamp(buf.as_mut_slice(), w.next_stamp());
+        let first = buf.as_slice().to_vec();
+        stamp(buf.as_mut_slice(), w.next_stamp());
+        let second = buf.as_slice().to_vec();
         for (a, b) in first.chunks(512).zip(second.chunks(512)) {
             assert_ne!(a, b, "a sector repeated between two writes");
+        }
+    }
+
+    #[test]
+    fn each_engine_allocates_only_its_own_buffers() {
+        let dir = TestDir::new_on_disk("worker-io");
+        let spec = spec(dir.path(), Workload::Randread);
+        let scratch = scratch_for(&spec);
+        let (_, buf) = psync_worker(&spec, &scratch, 0, 1);
+        assert_eq!(buf.len(), spec.block_size);
+        let queued = ProbeSpec {
+            engine: IoEngine::IoUring,
+            iodepth: 4,
+            ..spec
+        };
+        match Worker::prepare(&queued, &scratch, 0, 1) {
+            Ok(w) => assert!(matches!(w.io, Some(Io::Queued(_)))),
+            Err(ProbeError::Unsupported(why)) => eprintln!("skipping: {why}"),
+            Err(e) => panic!("{e}"),
         }
     }
 
