@@ -138,7 +138,7 @@ fn newest_figures() -> BTreeMap<String, Figures> {
             "SELECT tablespace::text, workers, iops, id FROM ({NEWEST_SUITE_PROBES}) newest
               WHERE workload = 'randread' ORDER BY tablespace, workers"
         );
-        for (ts, point) in curve_points(&c, &by_workers)? {
+        for (ts, point) in curve_points(c, &by_workers)? {
             if let Some(f) = out.get_mut(&ts) {
                 f.scaling.push(point);
             }
@@ -150,7 +150,7 @@ fn newest_figures() -> BTreeMap<String, Figures> {
                          WHERE suite = 'standard' AND ops > 0 AND workload = 'randread'
                            AND block_size = 8192 AND workers = 1
                          ORDER BY tablespace, iodepth, started_at DESC";
-        for (ts, point) in curve_points(&c, by_depth)? {
+        for (ts, point) in curve_points(c, by_depth)? {
             if let Some(f) = out.get_mut(&ts) {
                 f.depths.push(point);
             }

@@ -378,6 +378,7 @@ mod tests {
             .read(true)
             .write(true)
             .create(true)
+            .truncate(true)
             .open(&path)
             .unwrap();
         f.write_all_at(&vec![1u8; 4 * 4096], 0).unwrap();

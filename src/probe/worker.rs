@@ -32,7 +32,7 @@ enum Io {
     /// One block at a time (pread/pwrite), through one buffer.
     Psync(AlignedBuf),
     /// Up to iodepth blocks in flight, each in its own slot's buffer.
-    Queued(Ring),
+    Queued(Box<Ring>),
 }
 
 /// How a worker picks offsets.
@@ -95,7 +95,9 @@ impl<'a> Worker<'a> {
                 Io::Psync(buf)
             }
             IoEngine::IoUring => {
-                Io::Queued(Ring::new(spec.iodepth, spec.block_size, |b| rng.fill(b))?)
+                Io::Queued(Box::new(Ring::new(spec.iodepth, spec.block_size, |b| {
+                    rng.fill(b)
+                })?))
             }
         };
         let block_size = spec.block_size as u64;

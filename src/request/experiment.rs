@@ -584,7 +584,7 @@ mod tests {
         check(&|a| a.fillfactors = vec![9], "between 10 and 100");
         check(&|a| a.fillfactors = vec![101], "between 10 and 100");
         check(&|a| a.duration_us = 500_000, "at least 1 s");
-        check(&|a| a.duration_us = 7200_000_000, "3600 s");
+        check(&|a| a.duration_us = 7_200_000_000, "3600 s");
         check(&|a| a.warmup_us = 1_500_000, "warmup must be 0");
         check(&|a| a.scale = 0, "scale");
         check(&|a| a.script = "nope".into(), "nope");
