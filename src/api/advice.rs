@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::advice::{self, ConcurrencyBasis, Costs};
 use crate::ops::error::{spi, OrRaise};
-use crate::ops::suite::NEWEST_SUITE_PROBES;
+use crate::ops::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
 use crate::pgbench::scripts::quote_ident;
 use crate::report::stats;
 
@@ -143,14 +143,11 @@ fn newest_figures() -> BTreeMap<String, Figures> {
                 f.scaling.push(point);
             }
         }
-        // one reader at each queue depth (the standard suite's depth 32,
-        // a profile's iodepths): 8 kB random reads, as the suite's
-        let by_depth = "SELECT DISTINCT ON (tablespace, iodepth) tablespace::text, iodepth, iops, id
-                          FROM storlab.probes
-                         WHERE suite = 'standard' AND ops > 0 AND workload = 'randread'
-                           AND block_size = 8192 AND workers = 1
-                         ORDER BY tablespace, iodepth, started_at DESC";
-        for (ts, point) in curve_points(c, by_depth)? {
+        let by_depth = format!(
+            "SELECT tablespace::text, iodepth, iops, id FROM ({NEWEST_DEPTH_PROBES}) newest
+              WHERE workload = 'randread' ORDER BY tablespace, iodepth"
+        );
+        for (ts, point) in curve_points(c, &by_depth)? {
             if let Some(f) = out.get_mut(&ts) {
                 f.depths.push(point);
             }

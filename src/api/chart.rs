@@ -6,7 +6,7 @@ use pgrx::prelude::*;
 
 use crate::chart::{self, ExperimentBar, ProgressPoint, Series, TablespaceFigures};
 use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
-use crate::ops::suite::NEWEST_SUITE_PROBES;
+use crate::ops::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
 
 /// The kinds, and whether each takes an id.
 const KINDS: [(&str, bool); 6] = [
@@ -189,20 +189,15 @@ fn probe(id: i64, title: Option<String>) -> chart::Result<String> {
 
 /// The newest standard-suite IOPS of one worker per (tablespace, workload,
 /// iodepth), as a series per tablespace and workload measured at more than
-/// the suite's own two depths (depth 1 on psync, deeper on io_uring, as
-/// profile runs them).
+/// the suite's own two depths.
 fn depth_series() -> Vec<Series> {
-    series(
+    series(&format!(
         "SELECT tablespace::text || ' ' || workload, array_agg(iodepth::float8 ORDER BY iodepth), array_agg(iops ORDER BY iodepth)
-           FROM (SELECT DISTINCT ON (tablespace, workload, iodepth) *
-                   FROM storlab.probes
-                  WHERE suite = 'standard' AND ops > 0 AND workers = 1 AND block_size = 8192
-                    AND engine = CASE WHEN iodepth = 1 THEN 'psync' ELSE 'io_uring' END
-                  ORDER BY tablespace, workload, iodepth, started_at DESC) newest
+           FROM ({NEWEST_DEPTH_PROBES}) newest
           GROUP BY tablespace, workload
          HAVING count(*) > 2
-          ORDER BY tablespace, workload",
-    )
+          ORDER BY tablespace, workload"
+    ))
 }
 
 /// Series from a query of (label, x values, y values) rows.

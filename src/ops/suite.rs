@@ -29,6 +29,17 @@ pub const NEWEST_SUITE_PROBES: &str = "SELECT DISTINCT ON (tablespace, workload,
       WHERE suite = 'standard' AND ops > 0 AND iodepth = 1
       ORDER BY tablespace, workload, workers, started_at DESC";
 
+/// The newest standard-suite probe of one worker reading or writing 8 kB
+/// at every (tablespace, workload, iodepth): one reader's queue-depth curve
+/// (the suite's depths 1 and 32, a profile's iodepths; psync at depth 1 and
+/// io_uring deeper, as profile runs them). What the depths chart draws and
+/// effective_io_concurrency is read from.
+pub const NEWEST_DEPTH_PROBES: &str = "SELECT DISTINCT ON (tablespace, workload, iodepth) *
+       FROM storlab.probes
+      WHERE suite = 'standard' AND ops > 0 AND workers = 1 AND block_size = 8192
+        AND engine = CASE WHEN iodepth = 1 THEN 'psync' ELSE 'io_uring' END
+      ORDER BY tablespace, workload, iodepth, started_at DESC";
+
 /// The stored standard-suite probes of one suite item on one tablespace
 /// that completed something, as a WHERE condition on storlab.probes with
 /// the parameters of `item_args` ($1 to $5): its workload, block size and
