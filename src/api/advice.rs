@@ -138,20 +138,12 @@ fn newest_figures() -> BTreeMap<String, Figures> {
             "SELECT tablespace::text, workers, iops, id FROM ({NEWEST_SUITE_PROBES}) newest
               WHERE workload = 'randread' ORDER BY tablespace, workers"
         );
-        for (ts, point) in curve_points(c, &by_workers)? {
-            if let Some(f) = out.get_mut(&ts) {
-                f.scaling.push(point);
-            }
-        }
+        add_curve(c, &by_workers, &mut out, |f| &mut f.scaling)?;
         let by_depth = format!(
             "SELECT tablespace::text, iodepth, iops, id FROM ({NEWEST_DEPTH_PROBES}) newest
               WHERE workload = 'randread' ORDER BY tablespace, iodepth"
         );
-        for (ts, point) in curve_points(c, &by_depth)? {
-            if let Some(f) = out.get_mut(&ts) {
-                f.depths.push(point);
-            }
-        }
+        add_curve(c, &by_depth, &mut out, |f| &mut f.depths)?;
         Ok::<_, pgrx::spi::Error>(())
     })
     .map_err(spi("reading the probes"))
@@ -159,22 +151,25 @@ fn newest_figures() -> BTreeMap<String, Figures> {
     out
 }
 
-/// The rows of a curve query, (tablespace, concurrency, iops, probe id)
-/// each, as (tablespace, point).
-fn curve_points(
+/// Adds the rows of a curve query, (tablespace, concurrency, iops, probe
+/// id) each, to the curve that `curve` picks from the tablespace's figures.
+fn add_curve(
     c: &pgrx::spi::SpiClient<'_>,
     query: &str,
-) -> Result<Vec<(String, (i32, f64, i64))>, pgrx::spi::Error> {
-    let mut out = Vec::new();
+    out: &mut BTreeMap<String, Figures>,
+    curve: fn(&mut Figures) -> &mut Vec<(i32, f64, i64)>,
+) -> Result<(), pgrx::spi::Error> {
     for r in c.select(query, None, &[])? {
-        let point = (
-            r.get(2)?.unwrap_or(0),
-            r.get(3)?.unwrap_or(0.0),
-            r.get(4)?.unwrap_or(0),
-        );
-        out.push((r.get::<String>(1)?.unwrap_or_default(), point));
+        let ts = r.get::<String>(1)?.unwrap_or_default();
+        if let Some(f) = out.get_mut(&ts) {
+            curve(f).push((
+                r.get(2)?.unwrap_or(0),
+                r.get(3)?.unwrap_or(0.0),
+                r.get(4)?.unwrap_or(0),
+            ));
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn costs(figures: &BTreeMap<String, Figures>) -> Vec<Row> {
