@@ -2,7 +2,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(22);
+SELECT plan(23);
 
 \ir lib/probe_helpers.sql
 
@@ -50,6 +50,10 @@ SELECT dblink_connect('prober', format('host=%s port=%s dbname=%s user=%s',
 CREATE TEMP TABLE prober AS SELECT pid FROM dblink('prober', 'SELECT pg_backend_pid()') AS r(pid int);
 SELECT dblink_send_query('prober', $$SELECT storlab.probe('lab_ram', 'randwrite', duration => '30 s', file_size => 1024 * 1024, direct => false)$$);
 SELECT pg_sleep(0.5);
+-- while its threads measure, the backend sleeps on its latch, which the
+-- cancel's signal handler sets
+SELECT is((SELECT wait_event_type FROM pg_stat_activity WHERE pid = (SELECT pid FROM prober)), 'Extension',
+          'a probing backend waits on its latch (wait_event_type Extension), not in a busy loop');
 SELECT pg_temp.tick();
 SELECT ok(pg_cancel_backend(pid), 'pg_cancel_backend reaches the probing backend') FROM prober;
 SELECT is(pg_temp.sqlstate_of($$SELECT * FROM dblink_get_result('prober') AS r(p text)$$), '57014',

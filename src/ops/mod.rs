@@ -3,6 +3,7 @@
 //! `identity`). The SQL functions (`api`) and the background worker
 //! (`jobs`) both use them; neither imports the other.
 
+pub mod backend_wait;
 pub mod checks;
 pub mod error;
 pub mod experiment;

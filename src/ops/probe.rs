@@ -10,6 +10,7 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::AllocatedByRust;
 
+use super::backend_wait::Backend;
 use super::error::{invalid, spi, Error, OrRaise, SqlState};
 use super::identity::as_owner;
 use super::server::{hostname, system_identifier};
@@ -250,14 +251,11 @@ pub fn measure(
         .unwrap_or_default()
         .as_secs_f64();
     // The engine's threads do the I/O; this (the backend's only PostgreSQL
-    // thread) polls for cancel and statement_timeout. A pending cancel raises
-    // its ERROR right here; the engine's guards stop the workers and remove
-    // the scratch file while that error unwinds.
-    let mut poll = || {
-        pg_sys::check_for_interrupts!();
-        false
-    };
-    let result = engine::run_probe(&spec, &mut poll).map_err(|e| match e {
+    // thread) waits on its latch and checks for cancel and
+    // statement_timeout. A pending cancel raises its ERROR right there; the
+    // engine's guards stop the workers and remove the scratch file while
+    // that error unwinds.
+    let result = engine::run_probe(&spec, &mut Backend).map_err(|e| match e {
         ProbeError::InvalidSpec(m) => invalid(m),
         ProbeError::DiskFull(m) => Error::new(SqlState::DiskFull, m),
         ProbeError::Cancelled => Error::new(SqlState::QueryCanceled, "probe cancelled"),

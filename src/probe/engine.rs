@@ -1,9 +1,10 @@
 //! `run_probe`: fill a scratch file, run the workload from N threads for a
 //! fixed time, and merge their latency histograms.
 //!
-//! Threading contract with the caller: `poll` runs on the calling thread
-//! only (PostgreSQL's interrupt checks are not thread-safe), at least every
-//! `POLL_SLICE`. Workers never call back into the caller.
+//! Threading contract with the caller (see `caller`): its methods run on
+//! the calling thread only (PostgreSQL's interrupt checks are not
+//! thread-safe), and it is asked to stop at least at every sample and at
+//! the end of the run. Workers never call back into the caller.
 
 use std::io;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::caller::Caller;
 use super::error::ProbeError;
 use super::histogram::Histogram;
 use super::io_engine::{IoEngine, MAX_IODEPTH};
@@ -28,10 +30,6 @@ pub const MAX_WORKERS: usize = 256;
 
 /// Largest I/O size accepted; per-worker buffers are this big.
 pub const MAX_BLOCK_SIZE: usize = 64 << 20;
-
-/// How long the calling thread sleeps between `poll` calls; bounds how
-/// late a cancel or the end of the run is noticed.
-const POLL_SLICE: Duration = Duration::from_millis(10);
 
 /// What to measure. `ProbeSpec::new` gives sensible defaults; adjust fields
 /// with struct update syntax.
@@ -219,10 +217,6 @@ impl ProbeSpec {
     }
 }
 
-/// Runs one probe. See the module docs for the `poll` contract: when it
-/// returns true, the workers finish their current op, the scratch file is
-/// removed and `Err(Cancelled)` comes back. The scratch file is removed on
-/// every path, including an unwind out of `poll`.
 /// Blocks every signal in the calling thread until dropped.
 ///
 /// Threads inherit the signal mask of the thread that spawns them, so workers
@@ -255,17 +249,18 @@ impl Drop for BlockSignals {
     }
 }
 
-pub fn run_probe(
-    spec: &ProbeSpec,
-    poll: &mut dyn FnMut() -> bool,
-) -> Result<ProbeResult, ProbeError> {
+/// Runs one probe. See the module docs for the caller's contract: when it
+/// asks to stop, the workers finish their current op, the scratch file is
+/// removed and `Err(Cancelled)` comes back. The scratch file is removed on
+/// every path, including an unwind out of the caller.
+pub fn run_probe(spec: &ProbeSpec, caller: &mut dyn Caller) -> Result<ProbeResult, ProbeError> {
     spec.validate()?;
     let scratch = ScratchFile::create(
         &spec.dir,
         spec.file_size,
         spec.block_size,
         spec.direct,
-        poll,
+        &mut || caller.stop_requested(),
     )?;
     let mut notices = Vec::new();
     if spec.direct && !scratch.direct() {
@@ -275,7 +270,7 @@ pub fn run_probe(
             spec.dir.display()
         ));
     }
-    let timed = run_timed_phase(spec, &scratch, poll)?;
+    let timed = run_timed_phase(spec, &scratch, caller)?;
     Ok(ProbeResult {
         ops: timed.ops,
         bytes: timed.bytes,
@@ -332,7 +327,7 @@ impl Shared {
 }
 
 /// Stops and releases the workers when the calling thread leaves the
-/// scope by any path, in particular an unwind out of `poll`: the scope
+/// scope by any path, in particular an unwind out of the caller: the scope
 /// then joins threads that are about to exit instead of hanging.
 struct StopOnDrop<'a>(&'a Shared);
 
@@ -346,7 +341,7 @@ impl Drop for StopOnDrop<'_> {
 fn run_timed_phase(
     spec: &ProbeSpec,
     scratch: &ScratchFile,
-    poll: &mut dyn FnMut() -> bool,
+    caller: &mut dyn Caller,
 ) -> Result<TimedPhase, ProbeError> {
     // Preparing every worker before spawning any means a setup error
     // needs no thread cleanup at all.
@@ -387,7 +382,7 @@ fn run_timed_phase(
         let start = Instant::now();
         shared.gate.open();
         let mut sampler = Sampler::new(spec.precision_pct);
-        let cancelled = wait_until_done(start, spec.duration, &shared, &mut sampler, poll);
+        let cancelled = wait_until_done(start, spec.duration, &shared, &mut sampler, caller);
         shared.stop.store(true, Ordering::SeqCst);
 
         let mut outcome = TimedPhase {
@@ -428,15 +423,17 @@ fn run_timed_phase(
     })
 }
 
-/// Sleeps in slices until `duration` has passed since `start`, a worker
-/// raised `stop`, the sampler found the answer precise, or `poll` asked to
+/// Waits until `duration` has passed since `start`, a worker raised
+/// `stop`, the sampler found the answer precise, or the caller asked to
 /// stop (returns true only for the last). Samples throughput on the way.
+/// The caller is asked for no shorter a pause than to the next sample or
+/// the end, whichever comes first: the engine has nothing to do before.
 fn wait_until_done(
     start: Instant,
     duration: Duration,
     shared: &Shared,
     sampler: &mut Sampler,
-    poll: &mut dyn FnMut() -> bool,
+    caller: &mut dyn Caller,
 ) -> bool {
     loop {
         if shared.stop.load(Ordering::SeqCst) {
@@ -446,8 +443,9 @@ fn wait_until_done(
         if elapsed >= duration {
             return false;
         }
-        thread::sleep(POLL_SLICE.min(duration - elapsed));
-        if poll() {
+        let wake = sampler.next_due().min(duration);
+        caller.pause(wake.saturating_sub(elapsed));
+        if caller.stop_requested() {
             return true;
         }
         let elapsed = start.elapsed();

@@ -2,11 +2,12 @@
 //! folder, hammers it from a few threads with a chosen workload, and returns
 //! a latency histogram.
 //!
-//! Nothing here knows about PostgreSQL. The caller hands in a `poll` closure
-//! that checks the backend's interrupt flag; this module promises to call it
-//! only from the calling thread, never to panic on bad input or I/O errors,
-//! and always to remove its scratch file, even when the caller unwinds out of
-//! `poll` (which is how a PostgreSQL ERROR travels through Rust frames).
+//! Nothing here knows about PostgreSQL. The caller hands in a `Caller` that
+//! checks the backend's interrupt flag and waits on its latch; this module
+//! promises to call it only from the calling thread, never to panic on bad
+//! input or I/O errors, and always to remove its scratch file, even when the
+//! caller unwinds out of it (which is how a PostgreSQL ERROR travels through
+//! Rust frames).
 //!
 //! Module map:
 //! - `workload`, `sync_method`: what to measure, parsed from SQL-facing names.
@@ -20,9 +21,11 @@
 //! - `progress`, `precision`: throughput sampled while a probe runs, and
 //!   when a probe asked for a precision has it.
 //! - `worker`: one thread's timed loop of reads or commits.
+//! - `caller`: how the calling thread waits and says stop.
 //! - `engine`: `ProbeSpec` and `run_probe`, which tie the above together.
 
 mod buffer;
+mod caller;
 mod engine;
 mod error;
 mod histogram;
@@ -41,6 +44,7 @@ mod workload;
 mod test_dirs;
 
 pub use buffer::{AlignedBuf, BUFFER_ALIGN};
+pub use caller::Caller;
 pub use engine::{run_probe, ProbeResult, ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS};
 pub(crate) use error::parse_name;
 pub use error::ProbeError;

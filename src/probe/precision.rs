@@ -62,9 +62,14 @@ impl Sampler {
         }
     }
 
+    /// When the next sample is due (time since the start).
+    pub fn next_due(&self) -> Duration {
+        self.last_at + SAMPLE_INTERVAL
+    }
+
     /// Whether a sample is due at `elapsed`.
     pub fn due(&self, elapsed: Duration) -> bool {
-        elapsed >= self.last_at + SAMPLE_INTERVAL
+        elapsed >= self.next_due()
     }
 
     /// Whether the workers need to publish their latencies at all: only a
@@ -203,6 +208,7 @@ mod tests {
         s.sample(ms(104), 10, None);
         assert!(!s.due(ms(203)));
         assert!(s.due(ms(204)));
+        assert_eq!(s.next_due(), ms(204));
         assert_eq!(s.ci95_pct(), None);
     }
 }
