@@ -6,8 +6,9 @@
 //! terminate, so it wakes for those at once and otherwise only when the
 //! engine has something to do (a throughput sample, the end of the run).
 //! Waking more often costs the measurement: on this lab's virtual disk a
-//! process that only wakes every 10 ms on the other vCPU took fio's random
-//! reads at depth 32 from 175 000 to 154 000 IOPS (4 alternating runs).
+//! process that only wakes every 10 ms took fio's random
+//! reads at depth 32 from a median 176 000 to 154 000 IOPS (4 alternating
+//! runs, README "Queued probes against fio").
 //! Tests and tools outside the server use a closure and plain sleeps.
 
 use std::thread;
@@ -53,7 +54,11 @@ mod tests {
         };
         let began = Instant::now();
         caller.pause(Duration::from_secs(5));
-        assert!(began.elapsed() < Duration::from_secs(1), "{:?}", began.elapsed());
+        assert!(
+            began.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            began.elapsed()
+        );
         assert!(!caller.stop_requested());
         assert!(caller.stop_requested());
     }
