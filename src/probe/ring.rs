@@ -26,6 +26,18 @@ use super::error::ProbeError;
 /// submitting loop; the disk's figures did not move.
 const IORING_ENTER_GETEVENTS: u32 = 1;
 
+/// How many times a worker that found no completion asks the kernel again,
+/// without waiting, before it sleeps for one. Where requests complete in a
+/// microsecond or two (memory; reads that io_uring hands to a worker
+/// thread on the other CPU) the answer is usually there by the second ask,
+/// and a sleep costs more than the request: a context switch and a wakeup
+/// sent across vCPUs. On a disk both asks find nothing and cost about a
+/// microsecond against a request's 30 or more. Measured on this lab's
+/// tmpfs, 8 kB random reads at depth 8, the engine as a plain process,
+/// 3 alternating runs: 522 000 to 528 000 IOPS sleeping at once, 612 000
+/// to 672 000 asking twice first, fio 537 000 to 586 000 in the same runs.
+const TRIES_BEFORE_SLEEP: usize = 2;
+
 /// How long a drain waits for the requests in flight before it gives up
 /// and leaks their buffers. A healthy device answers in milliseconds; a
 /// device that takes this long is broken, and the probe's caller must not
@@ -181,7 +193,16 @@ impl Ring {
     /// Hands the queued requests to the kernel (their clocks start now) and
     /// waits until at least one request completes, or `timeout` passes.
     pub(crate) fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        let completed = !self.uring.completion().is_empty();
+        let mut completed = !self.uring.completion().is_empty();
+        if timeout.is_none() && self.queued.is_empty() {
+            for _ in 0..TRIES_BEFORE_SLEEP {
+                if completed {
+                    break;
+                }
+                self.enter(0, None)?;
+                completed = !self.uring.completion().is_empty();
+            }
+        }
         if self.queued.is_empty() && completed {
             // completed already (on memory, reads complete while submitted):
             // no system call to make
