@@ -426,8 +426,9 @@ fn run_timed_phase(
 /// Waits until `duration` has passed since `start`, a worker raised
 /// `stop`, the sampler found the answer precise, or the caller asked to
 /// stop (returns true only for the last). Samples throughput on the way.
-/// The caller is asked for no shorter a pause than to the next sample or
-/// the end, whichever comes first: the engine has nothing to do before.
+/// The caller pauses until the next sample or the end, whichever comes
+/// first (the engine has nothing to do before), or until its own wakeup; a
+/// worker that failed is therefore seen at the next sample at the latest.
 fn wait_until_done(
     start: Instant,
     duration: Duration,
