@@ -47,6 +47,16 @@ impl ScratchFile {
     /// (sync latencies would lie), and a compressing or deduplicating
     /// filesystem would store zeros for free.
     ///
+    /// Laid out as fio lays out its own files: truncated to `size` first,
+    /// then written one block of the probe's size at a time (at most 1 MiB).
+    /// The virtual disk of the lab answered random writes to files laid out
+    /// so faster than to ones written in 1 MiB pieces into a growing file:
+    /// 8 kB random writes at depth 8, 10 alternating runs of fio on fresh
+    /// files, median 81 200 IOPS against 70 500 (faster in 9 of 10 runs),
+    /// fio on a file it laid out itself 82 200. Dropping or keeping the
+    /// pages, fsync or fdatasync made no difference. Why the disk cares is
+    /// not visible from inside the guest; storlab and fio now lay out alike.
+    ///
     /// `poll` is called before each 1 MiB chunk; when it returns true the
     /// fill stops with `Cancelled`. With `direct`, O_DIRECT is tried and, if
     /// the filesystem refuses it at open (EINVAL, as tmpfs does), the file
@@ -68,7 +78,7 @@ impl ScratchFile {
             size,
             direct: false,
         };
-        scratch.fill(file, poll)?;
+        scratch.fill(file, block_size, poll)?;
         scratch.direct = direct && scratch.direct_io_works(block_size)?;
         Ok(scratch)
     }
@@ -99,7 +109,19 @@ impl ScratchFile {
             .open(&self.path)
     }
 
-    fn fill(&self, mut file: File, poll: &mut dyn FnMut() -> bool) -> Result<(), ProbeError> {
+    fn fill(
+        &self,
+        mut file: File,
+        block_size: usize,
+        poll: &mut dyn FnMut() -> bool,
+    ) -> Result<(), ProbeError> {
+        file.set_len(self.size).map_err(|e| {
+            ProbeError::io(
+                format!("setting the size of scratch file {}", self.path.display()),
+                e,
+            )
+        })?;
+        let piece = block_size.clamp(1, FILL_CHUNK);
         let mut chunk = vec![0u8; FILL_CHUNK];
         let mut rng = fastrand::Rng::new();
         let mut written: u64 = 0;
@@ -109,16 +131,19 @@ impl ScratchFile {
             }
             let n = (self.size - written).min(FILL_CHUNK as u64) as usize;
             rng.fill(&mut chunk[..n]);
-            file.write_all(&chunk[..n]).map_err(|e| {
-                ProbeError::io(
-                    format!(
-                        "filling scratch file {} at byte {written} of {}",
-                        self.path.display(),
-                        self.size
-                    ),
-                    e,
-                )
-            })?;
+            for (i, part) in chunk[..n].chunks(piece).enumerate() {
+                file.write_all(part).map_err(|e| {
+                    ProbeError::io(
+                        format!(
+                            "filling scratch file {} at byte {} of {}",
+                            self.path.display(),
+                            written + (i * piece) as u64,
+                            self.size
+                        ),
+                        e,
+                    )
+                })?;
+            }
             written += n as u64;
         }
         file.sync_data().map_err(|e| {
@@ -402,6 +427,22 @@ mod tests {
         assert!(matches!(err, ProbeError::Cancelled), "{err}");
         assert_eq!(calls, 3);
         assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    }
+
+    #[test]
+    fn the_file_has_its_full_size_before_the_first_byte_is_written() {
+        // as fio lays out its files: truncated to size, then written
+        let dir = TestDir::new_on_disk("scratch-layout");
+        let size = 3 * FILL_CHUNK as u64;
+        let mut seen = Vec::new();
+        let mut poll = || {
+            for entry in fs::read_dir(dir.path()).unwrap() {
+                seen.push(entry.unwrap().metadata().unwrap().len());
+            }
+            false
+        };
+        let _s = ScratchFile::create(dir.path(), size, 8192, false, &mut poll).unwrap();
+        assert_eq!(seen, vec![size; 3]);
     }
 
     #[test]
