@@ -21,10 +21,14 @@ def lab_env():
 ENV = lab_env()
 
 
+# quiet, unaligned, no psqlrc, stop at the first error
+PSQL = [f"{PG_BIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
+
+
 def psql(*statements):
     """Runs each statement with its own -c (a CALL that commits cannot share
     one) and returns the unaligned output; exits the script on an error."""
-    cmd = [f"{PG_BIN}/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
+    cmd = list(PSQL)
     for s in statements:
         cmd += ["-c", s]
     r = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
