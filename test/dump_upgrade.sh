@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 PG_BIN=/usr/lib/postgresql/15/bin
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
-OLDS=(0.1.0 0.2.0 0.3.0 0.4.0)
+OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0)
 NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -91,7 +91,7 @@ CALL storlab.experiment('dump', '{"ram": {"indexes": "lab_ram"}, "disk": {"index
                         '{1}', 1, '1 s', 1, '0 s', 1);
 DROP TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, storlab_bench_append;
 SET storlab.suite_file_size = '4MB';
-SELECT storlab.baseline('dump', '{lab_ram}', '100 ms', 1);
+SELECT storlab.baseline('dump', '{lab_ram}', '100 ms', 2);
 SQL
 }
 
