@@ -49,7 +49,8 @@ fn fsync_cost(
 > {
     let target = resolve(required(tablespace, "tablespace").as_str()).or_raise();
     let duration = duration_of(duration);
-    TableIterator::new(suite::fsync_cost(&target, duration).into_iter().map(|r| {
+    let rows = suite::fsync_cost(&target, duration).or_raise();
+    TableIterator::new(rows.into_iter().map(|r| {
         (
             r.test.test.to_string(),
             r.test.method.as_str().to_string(),
@@ -84,13 +85,12 @@ fn profile(
     };
     let workers = worker_counts(&required(workers, "workers")).or_raise();
     let depths = self::iodepths(&required(iodepths, "iodepths")).or_raise();
-    let targets = match tablespace {
-        Some(name) => vec![resolve(name.as_str()).or_raise()],
-        None => all_targets(),
+    let (targets, every) = match tablespace {
+        Some(name) => (vec![resolve(name.as_str()).or_raise()], false),
+        None => (all_targets(), true),
     };
-    SetOfIterator::new(fetch_rows(&suite::profile(
-        &targets, &workers, &depths, run,
-    )))
+    let ids = suite::profile(&targets, &workers, &depths, run, every).or_raise();
+    SetOfIterator::new(fetch_rows(&ids))
 }
 
 fn precision_of(p: Option<f32>) -> Option<f64> {

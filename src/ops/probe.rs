@@ -124,7 +124,8 @@ const PROBE_LOCK_CLASS: u32 = 0x5354_4c42; // "STLB"
 /// Probes of one volume never overlap: two probes that each fit the free
 /// space could together run it out (on a volume holding live data, or pg_wal
 /// with its max_wal_size reserve), and each would measure the other. A probe
-/// holds a session-level advisory lock on its filesystem's device for as long
+/// holds a session-level advisory lock on its filesystem's device, in no
+/// database (probes from two databases of one cluster share the device), for as long
 /// as it runs (released when the guard drops: on return, on ERROR as it
 /// unwinds, and by PostgreSQL itself if the backend exits). A second probe
 /// waits for it, with a NOTICE naming the holder, bounded by lock_timeout
@@ -134,8 +135,10 @@ struct DeviceLock(pg_sys::LOCKTAG);
 impl DeviceLock {
     fn tag(dev: u64) -> pg_sys::LOCKTAG {
         pg_sys::LOCKTAG {
-            // SAFETY: a plain read of the backend's database id.
-            locktag_field1: u32::from(unsafe { pg_sys::MyDatabaseId }),
+            // Database 0, not MyDatabaseId: a device is shared by every
+            // database of the cluster, so the lock must be too (the lock
+            // table is the cluster's; pg_locks shows it with database 0).
+            locktag_field1: 0,
             locktag_field2: PROBE_LOCK_CLASS,
             locktag_field3: ((dev ^ (dev >> 32)) & 0x7fff_ffff) as u32,
             // 2: the (int4, int4) form, as pg_advisory_lock(int4, int4) spells it
@@ -159,7 +162,8 @@ impl DeviceLock {
         if got == pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL {
             let holders = Spi::get_one_with_args::<String>(
                 "SELECT pg_catalog.string_agg(pid::text, ', ') FROM pg_catalog.pg_locks
-                  WHERE locktype = 'advisory' AND classid = $1::int8::oid AND objid = $2::int8::oid
+                  WHERE locktype = 'advisory' AND database = 0
+                    AND classid = $1::int8::oid AND objid = $2::int8::oid
                     AND objsubid = 2 AND granted",
                 &[
                     (tag.locktag_field2 as i64).into(),
@@ -196,6 +200,10 @@ pub fn measure(
     label: Option<&str>,
     suite: Option<&str>,
 ) -> Result<i64, Error> {
+    // the caller's right to write there, and a folder to write into, before
+    // anything waits or writes
+    target.check_may_write()?;
+    target.check_folder()?;
     let dir = scratch_dir(target);
     let _device = DeviceLock::acquire(target)?;
     let wal_reserve = if target.kind == "wal" {

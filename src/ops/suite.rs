@@ -184,6 +184,17 @@ pub fn profile_items(iodepths: &[u32]) -> Vec<SuiteItem> {
     items
 }
 
+/// A failure that would hit every probe of the call alike: the caller may
+/// not write there (42501), nothing fits (53100), the folder is gone. Such a
+/// failure ends the call; others (a test the device cannot do) skip one
+/// probe with a WARNING.
+fn ends_the_call(target: &Target, f: &Error) -> bool {
+    matches!(
+        f.state,
+        SqlState::InsufficientPrivilege | SqlState::DiskFull | SqlState::QueryCanceled
+    ) || target.check_folder().is_err()
+}
+
 fn warn_skip(target: &Target, what: &str, f: &Error) {
     match &f.detail {
         Some(d) => warning!(
@@ -203,10 +214,16 @@ pub struct FsyncRow {
     pub lat_p99_us: Option<f64>,
 }
 
-/// pg_test_fsync's tests on one target, each stored as a probe.
-pub fn fsync_cost(target: &Target, duration: Duration) -> Vec<FsyncRow> {
+/// pg_test_fsync's tests on one target, each stored as a probe. A test the
+/// device cannot do is skipped with a WARNING; a target where no test can
+/// run at all (no room, no folder, no right to write) is an error, never an
+/// empty answer.
+pub fn fsync_cost(target: &Target, duration: Duration) -> Result<Vec<FsyncRow>, Error> {
     let target = target.clone();
+    target.check_may_write()?;
+    target.check_folder()?;
     let mut rows = Vec::new();
+    let mut first_failure = None;
     for t in fsync_tests() {
         let spec = ProbeSpec {
             dir: scratch_dir(&target),
@@ -227,8 +244,10 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Vec<FsyncRow> {
         // disk) is skipped with a WARNING; the others still report.
         let id = match measure(&target, spec, Some(&label), Some("fsync_cost")) {
             Ok(id) => id,
+            Err(f) if ends_the_call(&target, &f) => return Err(f),
             Err(f) => {
                 warn_skip(&target, &label, &f);
+                first_failure.get_or_insert(f);
                 continue;
             }
         };
@@ -247,21 +266,45 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Vec<FsyncRow> {
             lat_p99_us: p99,
         });
     }
-    rows
+    match first_failure {
+        Some(f) if rows.is_empty() => Err(f),
+        _ => Ok(rows),
+    }
 }
 
 /// The standard suite on each target at each worker count and queue
-/// depth; the stored ids.
-pub fn profile(targets: &[Target], workers: &[usize], iodepths: &[u32], run: SuiteRun) -> Vec<i64> {
+/// depth; the stored ids. Every target must be writable by the caller
+/// (42501 before anything runs). With `skip_failed` (every tablespace), a
+/// target that cannot be measured is skipped with a WARNING; a named one
+/// that cannot be measured at all is an error.
+pub fn profile(
+    targets: &[Target],
+    workers: &[usize],
+    iodepths: &[u32],
+    run: SuiteRun,
+    skip_failed: bool,
+) -> Result<Vec<i64>, Error> {
+    for t in targets {
+        t.check_may_write()?;
+        if !skip_failed {
+            t.check_folder()?;
+        }
+    }
     let mut ids = Vec::new();
     let max_workers = workers.iter().copied().max().unwrap_or(1);
     let items = profile_items(iodepths);
     for target in targets {
         let file_size = suite_file_once(target, max_workers);
+        let mut measured = 0;
         'target: for &w in workers {
             for item in &items {
                 match measure_item(target, item, w, file_size, run) {
-                    Ok(id) => ids.push(id),
+                    Ok(id) => {
+                        ids.push(id);
+                        measured += 1;
+                    }
+                    Err(f) if f.state == SqlState::QueryCanceled => return Err(f),
+                    Err(f) if !skip_failed && measured == 0 => return Err(f),
                     Err(f) => {
                         warn_skip(target, "profile", &f);
                         break 'target;
@@ -270,7 +313,7 @@ pub fn profile(targets: &[Target], workers: &[usize], iodepths: &[u32], run: Sui
             }
         }
     }
-    ids
+    Ok(ids)
 }
 
 /// The newest stored result of one suite item on one target, younger than max_age
@@ -373,9 +416,14 @@ pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Rankin
                 target.name,
                 names.join(", ")
             );
+            // probing writes there: the caller's right to, as for probe()
+            target.check_may_write().or_raise();
             let file_size = suite_file_once(target, 1);
             for item in &missing {
                 if let Err(e) = measure_item(target, item, 1, file_size, run) {
+                    if e.state == SqlState::QueryCanceled {
+                        e.raise();
+                    }
                     warn_skip(target, "compare_tablespaces", &e);
                     break;
                 }
@@ -388,6 +436,7 @@ pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Rankin
         f.scores.volatile = env::facts(&t.folder)
             .map(|x| env::is_volatile(&x.fs_type, &x.device))
             .unwrap_or(false);
+        f.scores.wal_only = t.kind == "wal";
     }
     let ranks = rank(&all.iter().map(|f| f.scores).collect::<Vec<_>>());
     targets

@@ -79,3 +79,80 @@ pub fn resolve(name: &str) -> Result<Target, Error> {
             )
         })
 }
+
+impl Target {
+    /// May the caller write storlab's scratch files here? storlab never does
+    /// more than its caller could do by hand:
+    /// - a tablespace: CREATE on it, the rule `CREATE TABLE ... TABLESPACE`
+    ///   follows (the database's own default tablespace needs none);
+    /// - pg_wal: it is the server's, not a tablespace anyone is granted, and
+    ///   a probe writes up to its file_size into it (ENOSPC there is a
+    ///   PANIC): superusers and members of pg_write_server_files, the role
+    ///   PostgreSQL itself requires for writing files on the server.
+    ///
+    /// Checked by every path that writes (ops::probe::measure), and up
+    /// front by the calls that probe several targets.
+    pub fn check_may_write(&self) -> Result<(), Error> {
+        let allowed = match (self.kind, self.oid) {
+            ("tablespace", Some(oid)) => Spi::get_one_with_args::<bool>(
+                "SELECT $1 = (SELECT d.dattablespace FROM pg_catalog.pg_database d
+                               WHERE d.datname = pg_catalog.current_database())
+                        OR pg_catalog.has_tablespace_privilege($1, 'CREATE')",
+                &[oid.into()],
+            ),
+            _ => Spi::get_one::<bool>(
+                "SELECT pg_catalog.pg_has_role('pg_write_server_files', 'MEMBER')",
+            ),
+        }
+        .map_err(spi("checking a privilege"))?
+        .unwrap_or(false);
+        if allowed {
+            return Ok(());
+        }
+        Err(match self.kind {
+            "tablespace" => Error::new(
+                SqlState::InsufficientPrivilege,
+                format!("permission denied for tablespace {}", self.name),
+            )
+            .with_detail(
+                "A probe writes its scratch file into the tablespace, which needs CREATE on it, as CREATE TABLE ... TABLESPACE does.",
+            )
+            .with_hint(format!("GRANT CREATE ON TABLESPACE {} TO the role.", self.name)),
+            _ => Error::new(
+                SqlState::InsufficientPrivilege,
+                "permission denied to probe pg_wal",
+            )
+            .with_detail(
+                "A probe of pg_wal writes its scratch file into the server's WAL folder: only superusers and members of pg_write_server_files may.",
+            )
+            .with_hint("GRANT pg_write_server_files TO the role, or let a superuser probe pg_wal."),
+        })
+    }
+
+    /// The folder must be there: a tablespace whose folder is gone (a
+    /// tmpfs after a reboot, an unmounted volume) cannot be measured (58030).
+    pub fn check_folder(&self) -> Result<(), Error> {
+        match std::fs::metadata(&self.folder) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(Error::new(
+                SqlState::IoError,
+                format!("the folder of {} is not a directory: {}", self.name, self.folder.display()),
+            )),
+            Err(e) => Err(Error::new(
+                SqlState::IoError,
+                format!("cannot measure {}: its folder {} cannot be read: {e}", self.name, self.folder.display()),
+            )
+            .with_hint("Is the volume mounted? A tablespace on tmpfs loses its folder at a reboot.")),
+        }
+    }
+}
+
+/// Checks every target before anything is written: a call over several
+/// targets fails before its first probe, not half-way.
+pub fn check_may_write_all(targets: &[Target]) -> Result<(), Error> {
+    for t in targets {
+        t.check_may_write()?;
+        t.check_folder()?;
+    }
+    Ok(())
+}

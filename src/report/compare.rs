@@ -13,6 +13,9 @@ pub struct Scores {
     /// no place for WAL, data or indexes, so it wins no role and is no one's
     /// yardstick while durable storage was measured too.
     pub volatile: bool,
+    /// The WAL folder: no table or index can be placed there, so it
+    /// competes for `wal` only (and is no yardstick for reads or bulk).
+    pub wal_only: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -48,9 +51,10 @@ pub fn rank(all: &[Scores]) -> Vec<Ranking> {
             && (positive(s.randread_p99_us).is_some() || positive(s.wal_commit_p99_us).is_some())
     });
     let candidates = || all.iter().filter(move |s| !(any_durable && s.volatile));
-    let best_read = min_of(candidates().map(|s| positive(s.randread_p99_us)));
+    let places_relations = || candidates().filter(|s| !s.wal_only);
+    let best_read = min_of(places_relations().map(|s| positive(s.randread_p99_us)));
     let best_wal = min_of(candidates().map(|s| positive(s.wal_commit_p99_us)));
-    let best_bulk = candidates()
+    let best_bulk = places_relations()
         .filter_map(bulk)
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     all.iter()
@@ -63,10 +67,11 @@ pub fn rank(all: &[Scores]) -> Vec<Ranking> {
             if competes && wal.is_some() && wal == best_wal {
                 best_for.push("wal");
             }
-            if competes && read.is_some() && read == best_read {
+            let places = competes && !s.wal_only;
+            if places && read.is_some() && read == best_read {
                 best_for.push("indexes");
             }
-            if competes && bulk(s).is_some() && bulk(s) == best_bulk {
+            if places && bulk(s).is_some() && bulk(s) == best_bulk {
                 best_for.push("bulk");
             }
             Ranking {
@@ -89,6 +94,7 @@ mod tests {
             seqwrite_mib_s: Some(w),
             seqread_mib_s: Some(r),
             volatile: false,
+            wal_only: false,
         }
     }
 
@@ -150,6 +156,21 @@ mod tests {
         // with only volatile storage measured, it still ranks among itself
         let r = rank(&[ram]);
         assert_eq!(r[0].best_for, vec!["wal", "indexes", "bulk"]);
+    }
+
+    #[test]
+    fn pg_wal_competes_for_wal_only() {
+        // the WAL folder on the fastest volume: no relation can go there
+        let pg_wal = Scores {
+            wal_only: true,
+            ..s(10.0, 50.0, 3000.0, 5000.0)
+        };
+        let ssd = s(100.0, 500.0, 300.0, 900.0);
+        let r = rank(&[pg_wal, ssd]);
+        assert_eq!(r[0].best_for, vec!["wal"]);
+        assert_eq!(r[1].best_for, vec!["indexes", "bulk"]);
+        assert_eq!(r[1].randread_vs_best, Some(1.0), "pg_wal is no yardstick for reads");
+        assert_eq!(r[0].randread_vs_best, Some(0.1));
     }
 
     #[test]
