@@ -5,7 +5,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SET storlab.suite_file_size = '8MB';
-SELECT plan(6);
+SELECT plan(10);
 
 -- RAM serves an 8 kB read far within 100 ms.
 SELECT ok(ok, description) FROM storlab.check('lab_ram', 'randread', 'lat_p99_us', '<', 100000, '300 ms');
@@ -39,6 +39,23 @@ CREATE TEMP TABLE worse AS SELECT * FROM storlab.regressions('tap doctored', dur
 SELECT ok((SELECT bool_and(regressed) FROM worse), 'against it every figure has regressed');
 SELECT ok((SELECT bool_and(p_value < 0.05 AND abs(change_pct) > 10) FROM worse),
           'each worse by more than 10 % and significant');
+
+-- One repetition a side has no spread to test: a t-test cannot decide, so
+-- baseline() and regressions() refuse it, and a stored baseline of one
+-- repetition (0.5.0 could take one) gets no verdict, never "no regression".
+SELECT throws_ok($$SELECT storlab.baseline('tap one', '{lab_ram}', '300 ms', 1)$$, '22023',
+                 'repetitions must be at least 2: a regression is decided by a t-test of the repetitions'' figures, and one figure has no spread to test',
+                 'baseline() with one repetition: 22023, with the reason');
+SELECT throws_ok($$SELECT * FROM storlab.regressions('tap doctored', repetitions => 1)$$, '22023', NULL,
+                 'regressions() with one repetition: 22023');
+DELETE FROM storlab.baseline_probes WHERE baseline_id = :doctored AND repetition > 1;
+UPDATE storlab.baselines SET repetitions = 1 WHERE id = :doctored;
+CREATE TEMP TABLE untestable AS SELECT * FROM storlab.regressions('tap doctored', duration => '300 ms', repetitions => 3);
+SELECT is((SELECT count(*) FROM untestable WHERE regressed IS NOT NULL AND abs(change_pct) > 10), 0::bigint,
+          'against a one-repetition baseline no figure changed by more than 10 % gets a verdict (all 100x better than now)');
+SELECT is((SELECT count(*) FROM untestable WHERE regressed IS NULL AND p_value IS NULL
+              AND description LIKE '% cannot be tested against baseline ''tap doctored'': %'),
+          (SELECT count(*) FROM untestable), 'each says it cannot be tested');
 
 SELECT * FROM finish();
 ROLLBACK;

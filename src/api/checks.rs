@@ -11,7 +11,9 @@ use super::suite::duration_of;
 use crate::ops::checks;
 use crate::ops::error::{required, OrRaise};
 use crate::ops::targets::resolve;
-use crate::report::checks::{check_description, median, regression_description};
+use crate::report::checks::{
+    check_description, median, regression_description, untestable_description,
+};
 use crate::request::checks as args;
 use crate::sqltypes::Name;
 
@@ -67,7 +69,7 @@ fn baseline(
     let label = required(label, "label");
     let label = args::label(&label).or_raise();
     let duration = duration_of(duration);
-    let repetitions = args::repetitions(required(repetitions, "repetitions")).or_raise();
+    let repetitions = args::test_repetitions(required(repetitions, "repetitions")).or_raise();
     let targets = checks::targets_of(tablespaces);
     checks::take_baseline(label, &targets, duration, repetitions)
 }
@@ -95,7 +97,7 @@ fn regressions(
         name!(now, f64),
         name!(change_pct, Option<f64>),
         name!(p_value, Option<f64>),
-        name!(regressed, bool),
+        name!(regressed, Option<bool>),
         name!(description, String),
     ),
 > {
@@ -103,19 +105,22 @@ fn regressions(
     let max_change_pct =
         args::max_change_pct(required(max_change_pct, "max_change_pct")).or_raise();
     let duration = duration_of(duration);
-    let repetitions = args::repetitions(required(repetitions, "repetitions")).or_raise();
+    let repetitions = args::test_repetitions(required(repetitions, "repetitions")).or_raise();
     let rows: Vec<_> =
         checks::regressions(&label, tablespaces, max_change_pct, duration, repetitions)
             .into_iter()
             .map(|r| {
                 let workload = r.item.name();
-                let description = regression_description(
-                    &r.tablespace,
-                    &workload,
-                    r.metric,
-                    max_change_pct,
-                    &label,
-                );
+                let description = match r.verdict.regressed {
+                    None => untestable_description(&r.tablespace, &workload, r.metric, &label),
+                    Some(_) => regression_description(
+                        &r.tablespace,
+                        &workload,
+                        r.metric,
+                        max_change_pct,
+                        &label,
+                    ),
+                };
                 (
                     Name(r.tablespace),
                     workload,

@@ -12,7 +12,7 @@ use super::error::{spi, Error, OrRaise, SqlState};
 use super::identity::as_owner;
 use super::server::{hostname, system_identifier};
 use super::suite::{item_args, measure_item, suite_file_once, SuiteRun, ITEM_PROBES};
-use super::targets::{all_targets, resolve, Target};
+use super::targets::{all_targets, check_may_write_all, resolve, Target};
 use crate::report::checks::{confirm, judge, Metric, Verdict};
 use crate::request::probe::{SuiteItem, SUITE, SUITE_PRECISION_PCT};
 use crate::sqltypes::Name;
@@ -102,6 +102,8 @@ pub fn metric_values(ids: &[i64], metric: Metric) -> Vec<f64> {
 /// repetition (so that a drift over the run spreads over every tablespace
 /// alike).
 fn suite_repetitions(targets: &[Target], repetitions: usize, run: SuiteRun) -> Vec<Measured> {
+    // every target writable and there, before the first probe
+    check_may_write_all(targets).or_raise();
     let sizes: Vec<u64> = targets.iter().map(|t| suite_file_once(t, 1)).collect();
     let mut out = Vec::new();
     for repetition in 1..=repetitions {
@@ -338,7 +340,7 @@ pub fn regressions(
     // `out` runs tablespace by tablespace: dedup leaves each name once
     let mut flagged: Vec<&str> = out
         .iter()
-        .filter(|r| r.verdict.regressed && report.contains(&r.tablespace))
+        .filter(|r| r.verdict.is_regression() && report.contains(&r.tablespace))
         .map(|r| r.tablespace.as_str())
         .collect();
     flagged.dedup();
@@ -348,7 +350,7 @@ pub fn regressions(
             flagged.join(", ")
         );
         let second = suite_repetitions(&targets, repetitions, run);
-        for r in out.iter_mut().filter(|r| r.verdict.regressed) {
+        for r in out.iter_mut().filter(|r| r.verdict.is_regression()) {
             let later = metric_values(&round_ids(&second, r.target, r.item_index), r.metric);
             if !later.is_empty() {
                 r.verdict = confirm(

@@ -170,6 +170,14 @@ pub fn regression_description(
     format!("{tablespace} {workload} {metric} no more than {max_change_pct} % worse than baseline '{baseline}'")
 }
 
+/// What regressions() says of a figure it cannot test: a change beyond
+/// max_change_pct with fewer than two figures on a side has no p-value.
+pub fn untestable_description(tablespace: &str, workload: &str, metric: Metric, baseline: &str) -> String {
+    format!(
+        "{tablespace} {workload} {metric} cannot be tested against baseline '{baseline}': a test of the change needs at least two figures on each side"
+    )
+}
+
 /// One figure of regressions(): baseline and current means, the change,
 /// how likely a change this much for the worse is under no real change.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -181,7 +189,17 @@ pub struct Verdict {
     /// One-sided Welch p for "now is worse than the baseline"; None below
     /// two figures on either side.
     pub p_value: Option<f64>,
-    pub regressed: bool,
+    /// Worse by more than max_change_pct and significant. None: a change
+    /// beyond max_change_pct that cannot be tested (fewer than two figures on
+    /// a side, so no p-value): never reported as "no regression".
+    pub regressed: Option<bool>,
+}
+
+impl Verdict {
+    /// Flagged as a regression (a figure that cannot be tested is not).
+    pub fn is_regression(&self) -> bool {
+        self.regressed == Some(true)
+    }
 }
 
 /// The mean of figures the caller guarantees are there.
@@ -207,8 +225,13 @@ pub fn judge(metric: Metric, baseline: &[f64], now: &[f64], max_change_pct: f64)
             1.0 - w.p_value / 2.0
         }
     });
-    let regressed = change_pct.is_some_and(|c| c * worse > max_change_pct)
-        && p_value.is_some_and(|p| p < SIGNIFICANCE);
+    // within max_change_pct it is no regression whatever the spread; beyond
+    // it, only a test can tell, and without one there is no verdict
+    let regressed = if change_pct.is_some_and(|c| c * worse > max_change_pct) {
+        p_value.map(|p| p < SIGNIFICANCE)
+    } else {
+        Some(false)
+    };
     Verdict {
         baseline: b,
         now: n,
@@ -243,7 +266,11 @@ pub fn confirm(
         (Some(a), Some(b)) => Some(a.max(b)),
         _ => None,
     };
-    v.regressed = v1.regressed && v2.regressed;
+    v.regressed = match (v1.regressed, v2.regressed) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    };
     v
 }
 
@@ -298,17 +325,35 @@ mod tests {
     }
 
     #[test]
+    fn a_slowdown_with_one_figure_a_side_is_untestable_never_no_regression() {
+        // a 98 % slowdown, one repetition each: no p-value, so no verdict
+        let v = judge(Metric::Iops, &[1000.0], &[20.0], 10.0);
+        assert_eq!((v.p_value, v.regressed), (None, None), "{v:?}");
+        // within max_change_pct it is no regression, test or not
+        let v = judge(Metric::Iops, &[1000.0], &[990.0], 10.0);
+        assert_eq!(v.regressed, Some(false), "{v:?}");
+        // a second round that cannot be tested confirms nothing
+        let base = [1000.0, 1010.0, 990.0];
+        let v = confirm(Metric::Iops, &base, &[500.0, 510.0, 490.0], &[500.0], 10.0);
+        assert_eq!(v.regressed, None, "{v:?}");
+        assert_eq!(
+            untestable_description("lab_disk", "randread", Metric::Iops, "nightly"),
+            "lab_disk randread iops cannot be tested against baseline 'nightly': a test of the change needs at least two figures on each side"
+        );
+    }
+
+    #[test]
     fn noise_is_no_regression_and_a_real_slowdown_is() {
         let base = [1000.0, 1030.0, 980.0, 1010.0, 995.0];
         // the same storage measured again
         let same = [1005.0, 990.0, 1020.0, 985.0, 1012.0];
         let v = judge(Metric::Iops, &base, &same, 10.0);
-        assert!(!v.regressed, "{v:?}");
+        assert!(!v.is_regression(), "{v:?}");
         assert!(v.p_value.unwrap() > 0.3, "{v:?}");
         // 30 % fewer IOPS, consistently
         let slow = [700.0, 710.0, 690.0, 705.0, 695.0];
         let v = judge(Metric::Iops, &base, &slow, 10.0);
-        assert!(v.regressed, "{v:?}");
+        assert!(v.is_regression(), "{v:?}");
         assert!((v.change_pct.unwrap() + 30.0).abs() < 1.0);
         // latency: higher is worse
         let v = judge(
@@ -317,7 +362,7 @@ mod tests {
             &[150.0, 151.0, 149.0],
             10.0,
         );
-        assert!(v.regressed && v.p_value.unwrap() < 0.01, "{v:?}");
+        assert!(v.is_regression() && v.p_value.unwrap() < 0.01, "{v:?}");
         // better by a lot is never a regression
         let v = judge(
             Metric::LatP99Us,
@@ -325,7 +370,7 @@ mod tests {
             &[50.0, 51.0, 49.0],
             10.0,
         );
-        assert!(!v.regressed && v.p_value.unwrap() > 0.99, "{v:?}");
+        assert!(!v.is_regression() && v.p_value.unwrap() > 0.99, "{v:?}");
     }
 
     #[test]
@@ -335,7 +380,7 @@ mod tests {
         let now = [800.0, 1200.0, 500.0, 1000.0, 500.0];
         let v = judge(Metric::Iops, &base, &now, 10.0);
         assert!(v.change_pct.unwrap() < -10.0);
-        assert!(!v.regressed, "{v:?}");
+        assert!(!v.is_regression(), "{v:?}");
     }
 
     #[test]
@@ -344,7 +389,7 @@ mod tests {
         let now = [950.0, 951.0, 949.0, 950.5, 949.5];
         let v = judge(Metric::Iops, &base, &now, 10.0);
         assert!(v.p_value.unwrap() < 0.001);
-        assert!(!v.regressed, "5 % is within max_change_pct 10");
+        assert!(!v.is_regression(), "5 % is within max_change_pct 10");
     }
 
     #[test]
@@ -352,16 +397,16 @@ mod tests {
         let base = [1000.0, 1030.0, 980.0, 1010.0, 995.0];
         let dip = [800.0, 810.0, 790.0, 805.0, 795.0];
         let back = [1005.0, 990.0, 1020.0, 985.0, 1012.0];
-        assert!(judge(Metric::Iops, &base, &dip, 10.0).regressed);
+        assert!(judge(Metric::Iops, &base, &dip, 10.0).is_regression());
         let v = confirm(Metric::Iops, &base, &dip, &back, 10.0);
-        assert!(!v.regressed, "{v:?}");
+        assert!(!v.is_regression(), "{v:?}");
         assert!(
             v.p_value.unwrap() > 0.3,
             "the larger p of the two rounds: {v:?}"
         );
         let still = [790.0, 800.0, 805.0, 795.0, 798.0];
         let v = confirm(Metric::Iops, &base, &dip, &still, 10.0);
-        assert!(v.regressed, "{v:?}");
+        assert!(v.is_regression(), "{v:?}");
         assert!((v.now - 798.8).abs() < 0.1, "both rounds' figures: {v:?}");
     }
 
@@ -369,6 +414,6 @@ mod tests {
     fn single_figures_have_no_p_value_and_never_regress() {
         let v = judge(Metric::Iops, &[1000.0], &[10.0], 10.0);
         assert_eq!(v.p_value, None);
-        assert!(!v.regressed);
+        assert!(!v.is_regression());
     }
 }

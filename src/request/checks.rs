@@ -17,6 +17,18 @@ pub fn repetitions(n: i32) -> Result<usize> {
     Ok(n as usize)
 }
 
+/// The repetitions of a baseline or of regressions(): a regression is
+/// decided by a t-test, which needs at least two figures a side; with one,
+/// a 98 % slowdown could never be flagged.
+pub fn test_repetitions(n: i32) -> Result<usize> {
+    if n == 1 {
+        return Err(invalid(
+            "repetitions must be at least 2: a regression is decided by a t-test of the repetitions' figures, and one figure has no spread to test",
+        ));
+    }
+    repetitions(n)
+}
+
 /// A suite workload by its name ("randread", ..., "randread_qd32").
 pub fn workload(name: &str) -> Result<SuiteItem> {
     SuiteItem::named(name).ok_or_else(|| {
@@ -74,6 +86,9 @@ mod tests {
                 .message
                 .contains("between 1 and 100"));
         }
+        assert_eq!(test_repetitions(2).unwrap(), 2);
+        assert!(test_repetitions(1).unwrap_err().message.contains("at least 2"));
+        assert!(test_repetitions(0).unwrap_err().message.contains("between 1 and 100"));
         assert_eq!(workload("randread_qd32").unwrap().iodepth, 32);
         assert_eq!(workload(" WAL ").unwrap().name(), "wal");
         let e = workload("scan").unwrap_err().message;
