@@ -16,6 +16,9 @@ DECLARE
   c pg_catalog.text;
   deadline pg_catalog.timestamptz := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) timeout;
 BEGIN
+  IF job_id IS NULL THEN
+    RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = '22004';
+  END IF;
   LOOP
     BEGIN
       SELECT j.status, j.error, j.sqlstate INTO s, e, c FROM storlab.job_status(job_id) j;
@@ -23,8 +26,15 @@ BEGIN
              OR s OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']::pg_catalog.text[]);
       PERFORM pg_catalog.pg_sleep(0.25);
     EXCEPTION WHEN query_canceled THEN
-      -- this transaction rolls back, and a cancel() with it: stop the job now
-      PERFORM storlab.stop_now(job_id);
+      -- this transaction rolls back, and a cancel() with it: stop the job
+      -- now, if it is the caller's to stop (cancel()'s rule). Another
+      -- role's job is left alone: the waiting ends, and the error is the
+      -- cancel, never the refusal to stop someone else's job.
+      BEGIN
+        PERFORM storlab.stop_now(job_id);
+      EXCEPTION WHEN insufficient_privilege THEN
+        NULL;
+      END;
       RAISE;
     END;
     COMMIT;

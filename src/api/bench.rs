@@ -183,8 +183,8 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
 /// pg_signal_backend those of any role but a superuser; superusers all.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
-fn cancel(job_id: i64) -> bool {
-    jobs::cancel(job_id)
+fn cancel(job_id: Option<i64>) -> bool {
+    jobs::cancel(required(job_id, "job_id"))
 }
 
 /// Stops a running job at once by signalling its worker, outside any
@@ -193,8 +193,8 @@ fn cancel(job_id: i64) -> bool {
 /// which takes effect when its transaction commits.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
-fn stop_now(job_id: i64) -> bool {
-    jobs::stop_now(job_id)
+fn stop_now(job_id: Option<i64>) -> bool {
+    jobs::stop_now(required(job_id, "job_id"))
 }
 
 /// A job's status, error and the error's SQLSTATE (NULL for a failure
@@ -203,7 +203,7 @@ fn stop_now(job_id: i64) -> bool {
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn job_status(
-    job_id: i64,
+    job_id: Option<i64>,
 ) -> TableIterator<
     'static,
     (
@@ -212,5 +212,5 @@ fn job_status(
         name!(sqlstate, Option<String>),
     ),
 > {
-    TableIterator::new(jobs::status(job_id))
+    TableIterator::new(jobs::status(required(job_id, "job_id")))
 }

@@ -1,0 +1,60 @@
+-- storlab 0.5.0 -> 0.6.0: records that say what was observed, probes and
+-- checks that respect their scope. Stored rows are kept. An updated server
+-- ends with the same objects as a fresh 0.6.0 install (the upgrade test
+-- compares them).
+\echo Use "ALTER EXTENSION storlab UPDATE TO '0.6.0'" to load this file. \quit
+
+-- ---------------------------------------------------------------------------
+-- Jobs: a NULL job id is an error (22004), not a NULL answer; the waiting
+-- procedure raises it too, and a cancelled wait on another role's job ends
+-- with the cancel (57014), leaving that job alone.
+ALTER FUNCTION storlab.cancel(bigint) CALLED ON NULL INPUT;
+ALTER FUNCTION storlab.stop_now(bigint) CALLED ON NULL INPUT;
+ALTER FUNCTION storlab.job_status(bigint) CALLED ON NULL INPUT;
+
+CREATE OR REPLACE PROCEDURE storlab.wait(job_id bigint, timeout interval DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+  s pg_catalog.text;
+  e pg_catalog.text;
+  c pg_catalog.text;
+  deadline pg_catalog.timestamptz := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) timeout;
+BEGIN
+  IF job_id IS NULL THEN
+    RAISE EXCEPTION 'job_id must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  LOOP
+    BEGIN
+      SELECT j.status, j.error, j.sqlstate INTO s, e, c FROM storlab.job_status(job_id) j;
+      EXIT WHEN s IS NULL
+             OR s OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']::pg_catalog.text[]);
+      PERFORM pg_catalog.pg_sleep(0.25);
+    EXCEPTION WHEN query_canceled THEN
+      -- this transaction rolls back, and a cancel() with it: stop the job
+      -- now, if it is the caller's to stop (cancel()'s rule). Another
+      -- role's job is left alone: the waiting ends, and the error is the
+      -- cancel, never the refusal to stop someone else's job.
+      BEGIN
+        PERFORM storlab.stop_now(job_id);
+      EXCEPTION WHEN insufficient_privilege THEN
+        NULL;
+      END;
+      RAISE;
+    END;
+    COMMIT;
+    IF deadline IS NOT NULL AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>) deadline THEN
+      RAISE EXCEPTION 'storlab job % is still % after %', job_id, s, timeout
+        USING ERRCODE = '57014', HINT = 'The job goes on; wait again, or stop it with storlab.cancel().';
+    END IF;
+  END LOOP;
+  IF s IS NULL THEN
+    RAISE EXCEPTION 'storlab job % does not exist', job_id USING ERRCODE = '42704';
+  ELSIF s OPERATOR(pg_catalog.=) 'failed' THEN
+    -- with the job's own SQLSTATE (a lock timeout is 55P03 here too);
+    -- a failure outside PostgreSQL (pgbench's exit) is 38000
+    RAISE EXCEPTION USING MESSAGE = pg_catalog.format('storlab job %s failed: %s', job_id, e),
+                          ERRCODE = CASE WHEN c IS NULL THEN '38000' ELSE c END;
+  ELSIF s OPERATOR(pg_catalog.=) 'cancelled' THEN
+    RAISE EXCEPTION 'storlab job % was cancelled', job_id USING ERRCODE = '57014';
+  END IF;
+END $$;
