@@ -247,4 +247,23 @@ mod tests {
         assert!(svg.contains("a &lt; b &amp;"), "{}", texts(&svg));
         assert!(!svg.contains("x<y"));
     }
+
+    #[test]
+    fn control_characters_xml_forbids_never_reach_the_document() {
+        let svg = profile(
+            "bell\u{1} vtab\u{b} esc\u{1b} end",
+            &[Series {
+                label: "ts\u{0}x".into(),
+                points: vec![(1.0, 1.0)],
+            }],
+        )
+        .unwrap();
+        well_formed(&svg);
+        let bad: Vec<char> = svg
+            .chars()
+            .filter(|&c| (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{fffe}' || c == '\u{ffff}')
+            .collect();
+        assert!(bad.is_empty(), "{bad:?} in the SVG");
+        assert!(svg.contains("bell\u{fffd} vtab\u{fffd} esc\u{fffd} end"), "{}", texts(&svg));
+    }
 }

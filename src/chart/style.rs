@@ -75,7 +75,24 @@ pub fn svg(
         draw(&root)?;
         root.present()?;
     }
-    Ok(svg)
+    Ok(xml_chars(svg))
+}
+
+/// The document with every character XML 1.0 forbids (C0 controls but tab,
+/// newline and carriage return; U+FFFE, U+FFFF) replaced by U+FFFD: titles
+/// and names come from users and stored rows, and the SVG backend escapes
+/// markup (`<`, `&`) but passes control characters through, which leaves
+/// a document no XML parser (nor a browser) accepts.
+fn xml_chars(svg: String) -> String {
+    let forbidden = |c: char| {
+        matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+    };
+    if !svg.contains(forbidden) {
+        return svg;
+    }
+    svg.chars()
+        .map(|c| if forbidden(c) { '\u{fffd}' } else { c })
+        .collect()
 }
 
 /// The legend, framed, on a nearly opaque white ground.
