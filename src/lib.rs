@@ -62,6 +62,24 @@ extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     ops::settings::init_gucs();
+    keep_backtraces_out_of_errors();
+}
+
+/// pgrx's panic hook captures a Rust backtrace for every error that passes
+/// through Rust (a cancel, a lock timeout, a disk full, an invalid setting,
+/// storlab's own), and appends it to the error's DETAIL whenever the
+/// capture succeeds: with RUST_BACKTRACE=1 in the server's environment (a
+/// DBA's shell passes it to pg_ctl) every such error would reach the client
+/// with 25-33 frames of Rust as its detail, PostgreSQL's own detail buried
+/// under them. RUST_LIB_BACKTRACE=0 turns off exactly these captures
+/// (`std::backtrace::Backtrace::capture` reads it before RUST_BACKTRACE),
+/// while RUST_BACKTRACE still governs what a panicking thread prints to the
+/// server log. Set once per process, whatever the environment says, before
+/// any capture (std reads it once), while the backend is single-threaded.
+fn keep_backtraces_out_of_errors() {
+    // SAFETY: _PG_init runs on the backend's only thread, before storlab
+    // starts any thread of its own.
+    unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
 }
 
 #[cfg(any(test, feature = "pg_test"))]
