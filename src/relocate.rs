@@ -91,6 +91,48 @@ pub fn note(kind: Kind, relation: &str, table: Option<&str>, bytes: i64) -> Stri
     )
 }
 
+/// Free space a batch of moves leaves on each filesystem it copies into.
+/// A move copies the relation's files into the target and removes the old
+/// ones only at commit, so every byte of the batch must fit at once, on top
+/// of the reserve (storlab.min_free_bytes), whichever filesystem it leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpaceAfter {
+    /// Free bytes on the target's filesystem before the batch.
+    pub free: u64,
+    /// Bytes the batch copies into that filesystem up to and including this move.
+    pub copied: u64,
+    pub reserve: u64,
+}
+
+impl SpaceAfter {
+    /// What is left once this move (and those before it in the batch) copied.
+    pub fn left(&self) -> i64 {
+        self.free as i64 - self.copied as i64
+    }
+
+    pub fn fits(&self) -> bool {
+        self.left() >= self.reserve as i64
+    }
+}
+
+/// For each move (the target filesystem's id, its free bytes, the bytes
+/// to copy), the space left after it and the moves before it in the batch.
+pub fn space_after(moves: &[(u64, u64, u64)], reserve: u64) -> Vec<SpaceAfter> {
+    let mut copied: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    moves
+        .iter()
+        .map(|&(fs, free, bytes)| {
+            let c = copied.entry(fs).or_default();
+            *c += bytes;
+            SpaceAfter {
+                free,
+                copied: *c,
+                reserve,
+            }
+        })
+        .collect()
+}
+
 pub fn human_bytes(bytes: i64) -> String {
     const UNITS: [&str; 5] = ["bytes", "kB", "MB", "GB", "TB"];
     let mut v = bytes as f64;
@@ -109,6 +151,25 @@ pub fn human_bytes(bytes: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_fits_only_when_all_of_it_fits_at_once_per_filesystem() {
+        let mb = 1024 * 1024;
+        // two moves into one filesystem with 100 MB free, one into another
+        let moves = [(1, 100 * mb, 30 * mb), (2, 10 * mb, 5 * mb), (1, 100 * mb, 30 * mb)];
+        let after = space_after(&moves, 20 * mb);
+        assert_eq!(after[0].left(), 70 * mb as i64);
+        assert!(after[0].fits());
+        assert_eq!(after[1].left(), 5 * mb as i64);
+        assert!(!after[1].fits(), "5 MB left is below the 20 MB reserve");
+        assert_eq!(after[2].copied, 60 * mb, "the second move counts the first's copy");
+        assert_eq!(after[2].left(), 40 * mb as i64);
+        assert!(after[2].fits());
+        // 104 MB into 64 MB: negative, never fits
+        let after = space_after(&[(7, 64 * mb, 104 * mb)], 0);
+        assert_eq!(after[0].left(), -40 * mb as i64);
+        assert!(!after[0].fits());
+    }
 
     #[test]
     fn relkinds_map_to_layout_kinds() {

@@ -6,7 +6,7 @@ DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(18);
+SELECT plan(26);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -114,6 +114,67 @@ SELECT dblink_disconnect('first');
 SELECT dblink_disconnect('second');
 DROP TABLE tap_twice, tap_stale;
 BEGIN;
+
+-- A move must fit: the copy plus storlab.min_free_bytes is checked against
+-- the target's free space before anything is locked (a move that ran the
+-- target out of space would fail mid-copy, and every other writer there
+-- with it), and the dry run says what the target keeps. The 1 GB xfs
+-- volume with a 2 GB reserve: nothing fits.
+BEGIN;
+CREATE TABLE tap_fits (id int PRIMARY KEY, filler text);
+INSERT INTO tap_fits SELECT g, repeat('x', 100) FROM generate_series(1, 10000) g;
+CREATE TEMP TABLE has_xfs AS SELECT EXISTS (SELECT FROM pg_tablespace WHERE spcname = 'lab_xfs') AS yes;
+SET storlab.min_free_bytes = 2147483647;
+SELECT CASE WHEN (SELECT yes FROM has_xfs) THEN
+  throws_ok($$SELECT * FROM storlab.move('tap_fits', 'lab_xfs')$$, '53100', NULL,
+            'a move that does not fit the target with storlab.min_free_bytes to spare: 53100, before any lock')
+ELSE skip('the lab was made without root: no xfs', 1) END;
+SELECT CASE WHEN (SELECT yes FROM has_xfs) THEN
+  throws_like($$SELECT * FROM storlab.move('tap_fits', 'lab_xfs')$$,
+              'not enough free space in tablespace lab_xfs to move table public.tap_fits (%)',
+              'naming the tablespace, the relation and its size')
+ELSE skip('the lab was made without root: no xfs', 1) END;
+SELECT is((SELECT string_agg(DISTINCT tablespace::text, ',') FROM storlab.layout('public')
+            WHERE relation IN ('tap_fits'::regclass, 'tap_fits_pkey'::regclass)), 'pg_default', 'nothing moved');
+SELECT CASE WHEN (SELECT yes FROM has_xfs) THEN
+  alike((SELECT string_agg(note, E'\n' ORDER BY relation_name) FROM storlab.move('tap_fits', 'lab_xfs', dry_run => true)),
+        '%; lab_xfs has % free now, % after this call: does not fit (storlab.min_free_bytes keeps 2.0 GB free)',
+        'the dry run says the move would not fit, and why')
+ELSE skip('the lab was made without root: no xfs', 1) END;
+RESET storlab.min_free_bytes;
+SELECT CASE WHEN (SELECT yes FROM has_xfs) THEN
+  alike((SELECT note FROM storlab.move('tap_fits', 'lab_xfs', dry_run => true) WHERE relation_name = 'public.tap_fits_pkey'),
+        'holds ACCESS EXCLUSIVE on public.tap_fits_pkey % lab_xfs has % free now, % after this call',
+        'with the reserve at its default, the dry run shows the free space left once the table and its index are copied')
+ELSE skip('the lab was made without root: no xfs', 1) END;
+ROLLBACK;
+
+-- restore_layout() by a role that is no superuser restores what it may
+-- move (its own relations) and says what it leaves: a relation of another
+-- role, moved in the same period, no longer makes it fail whole.
+BEGIN;
+SELECT clock_timestamp() AS t0 \gset
+CREATE TABLE tap_theirs (id int PRIMARY KEY);
+SELECT count(*) FROM storlab.move('tap_theirs', 'lab_ram');
+CREATE ROLE tap_restorer;
+CREATE SCHEMA tap_restorer AUTHORIZATION tap_restorer;
+GRANT CREATE ON TABLESPACE lab_ram TO tap_restorer;
+GRANT EXECUTE ON FUNCTION storlab.move, storlab.restore_layout TO tap_restorer;
+SET ROLE tap_restorer;
+CREATE TABLE tap_restorer.mine (id int PRIMARY KEY);
+SELECT count(*) FROM storlab.move('tap_restorer.mine', 'lab_ram');
+SELECT is((SELECT string_agg(relation_name || ' -> ' || to_tablespace, ', ' ORDER BY relation_name)
+             FROM storlab.restore_layout(:'t0')),
+          'tap_restorer.mine -> pg_default, tap_restorer.mine_pkey -> pg_default',
+          'a role restores its own moves');
+RESET ROLE;
+SELECT is((SELECT string_agg(relation::regclass || ' in ' || tablespace, ', ' ORDER BY relation::regclass::text)
+             FROM storlab.layout() WHERE relation::regclass::text IN ('tap_theirs', 'tap_theirs_pkey', 'tap_restorer.mine')),
+          'tap_restorer.mine in pg_default, tap_theirs in lab_ram, tap_theirs_pkey in lab_ram',
+          'and leaves the superuser''s table where it is');
+SELECT is((SELECT count(*) FROM storlab.restore_layout(:'t0')), 2::bigint,
+          'which the superuser then restores');
+ROLLBACK;
 
 -- Hostile names, tablespace included: quoted everywhere, never executed.
 COMMIT;

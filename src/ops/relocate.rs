@@ -17,8 +17,10 @@ use pgrx::AllocatedByRust;
 use super::error::{invalid, raise, spi, Error, OrRaise, SqlState};
 use super::identity::{as_owner, caller};
 use super::server::{data_dir, hostname, system_identifier};
-use crate::env::allocation;
-use crate::relocate::{note, statement, Kind};
+use super::settings::min_free_bytes;
+use super::targets::resolve;
+use crate::env::{allocation, space};
+use crate::relocate::{human_bytes, note, space_after, statement, Kind, SpaceAfter};
 use crate::sqltypes::{Name, RegClass};
 
 /// A relation as the catalog describes it, with names already quoted by PostgreSQL.
@@ -283,6 +285,36 @@ fn execute(
             .raise();
         }
     }
+    // Room for the copies, before anything is locked: a move that runs the
+    // target out of space fails mid-copy, and meanwhile every other writer
+    // to that filesystem fails too.
+    let space = space_after_steps(&steps);
+    if !dry_run {
+        for (s, after) in steps.iter().zip(&space) {
+            if let Some((folder, after)) = after.as_ref().filter(|(_, a)| !a.fits()) {
+                Error::new(
+                    SqlState::DiskFull,
+                    format!(
+                        "not enough free space in tablespace {} to move {} {} ({})",
+                        s.to,
+                        s.rel.kind.as_str(),
+                        s.rel.qualified,
+                        human_bytes(s.rel.bytes)
+                    ),
+                )
+                .with_detail(format!(
+                    "The filesystem of {} ({}) has {} free; this call copies {} into it, and storlab.min_free_bytes keeps {} free. Nothing was moved.",
+                    s.to,
+                    folder.display(),
+                    human_bytes(after.free as i64),
+                    human_bytes(after.copied as i64),
+                    human_bytes(after.reserve as i64)
+                ))
+                .with_hint("Free space there, choose another tablespace, or lower storlab.min_free_bytes.")
+                .raise();
+            }
+        }
+    }
     let batch: Option<i64> = if dry_run || steps.is_empty() {
         None
     } else {
@@ -309,7 +341,7 @@ fn execute(
     };
     let moved_by = caller();
     let mut rows = Vec::with_capacity(steps.len());
-    for s in steps {
+    for (s, after) in steps.into_iter().zip(space) {
         // a dry run describes the plan as read; a move reads the relation
         // again once it is locked (the plan was read without a lock), so
         // that history records what is really done
@@ -352,7 +384,24 @@ fn execute(
                 )
             }
         };
-        let note = note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes);
+        let mut note = note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes);
+        if let (true, Some((_, a))) = (dry_run, &after) {
+            // the plan says what the target has left once the call copied
+            note.push_str(&format!(
+                "; {} has {} free now, {} after this call{}",
+                s.to,
+                human_bytes(a.free as i64),
+                human_bytes(a.left()),
+                if a.fits() {
+                    String::new()
+                } else {
+                    format!(
+                        ": does not fit (storlab.min_free_bytes keeps {} free)",
+                        human_bytes(a.reserve as i64)
+                    )
+                }
+            ));
+        }
         let args = vec![
             batch.into(),
             rel.oid.into(),
@@ -397,6 +446,39 @@ fn execute(
         set_lock_timeout(&old);
     }
     rows
+}
+
+/// For each step that copies (a relation with storage), the target's
+/// folder and the space its filesystem has left after this step and the
+/// steps before it (see crate::relocate::space_after).
+fn space_after_steps(steps: &[Step]) -> Vec<Option<(std::path::PathBuf, SpaceAfter)>> {
+    let mut folders = std::collections::HashMap::new();
+    let mut moves = Vec::new();
+    let mut index = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        if !s.rel.kind.has_storage() {
+            continue;
+        }
+        let folder = folders
+            .entry(s.to.clone())
+            .or_insert_with(|| resolve(&s.to).or_raise().folder)
+            .clone();
+        let (fs, free) = match (space::device_id(&folder), space::fs_space(&folder)) {
+            (Ok(fs), Ok(sp)) => (fs, sp.avail_bytes),
+            (Err(e), _) | (_, Err(e)) => Error::new(
+                SqlState::IoError,
+                format!("cannot read the free space of tablespace {} ({}): {e}", s.to, folder.display()),
+            )
+            .raise(),
+        };
+        moves.push((fs, free, s.rel.bytes.max(0) as u64));
+        index.push((i, folder));
+    }
+    let mut out: Vec<Option<(std::path::PathBuf, SpaceAfter)>> = vec![None; steps.len()];
+    for ((i, folder), after) in index.into_iter().zip(space_after(&moves, min_free_bytes())) {
+        out[i] = Some((folder, after));
+    }
+    out
 }
 
 fn set_lock_timeout(value: &str) {
@@ -626,8 +708,30 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
             Err(why) => notice!("storlab: {name} {why}; nothing to restore"),
         }
     }
+    // What the caller may not move back (another role's relation, moved by
+    // a superuser or by that role) stays where it is, with a NOTICE naming
+    // it and who may: storlab never does more than its caller could do by
+    // hand, and one such relation no longer keeps the caller's own moves
+    // from being undone.
+    let (mine, others): (Vec<Step>, Vec<Step>) = plan(candidates).into_iter().partition(|s| s.rel.owned);
+    for s in &others {
+        let owner = Spi::get_one_with_args::<String>(
+            "SELECT c.relowner::pg_catalog.regrole::text FROM pg_catalog.pg_class c WHERE c.oid = $1",
+            &[s.rel.oid.into()],
+        )
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "its owner".into());
+        notice!(
+            "storlab: {} {} stays in {}: only its owner ({owner}) may move it back to {}",
+            s.rel.kind.as_str(),
+            s.rel.qualified,
+            s.rel.tablespace,
+            s.to
+        );
+    }
     let label = format!("restore_layout since {at}");
-    execute(plan(candidates), timeout, false, Some(&label))
+    execute(mine, timeout, false, Some(&label))
 }
 
 /// Is the relation with this oid still the one storlab moved? Oids are
