@@ -300,18 +300,39 @@ fn wal(figures: &BTreeMap<String, Figures>) -> Row {
         .filter(|(_, f)| wal_mount.is_none() || f.mount != wal_mount)
         .filter_map(|(ts, f)| Some((ts, f, f.workloads.get("wal")?)))
         .min_by(|a, b| a.2.p99_us.total_cmp(&b.2.p99_us));
-    let mut evidence = json!({"probes": [now.id], "pg_wal_commit_p50_us": now.p50_us, "pg_wal_commit_p99_us": now.p99_us, "pg_wal_mount": here});
+    let on_volatile = figures["pg_wal"].volatile;
+    let mut evidence = json!({"probes": [now.id], "pg_wal_commit_p50_us": now.p50_us, "pg_wal_commit_p99_us": now.p99_us, "pg_wal_mount": here, "pg_wal_volatile": on_volatile});
+    // WAL on storage that a reboot empties (tmpfs, zram) loses the cluster:
+    // no commit latency makes that a place to stay, and the advice is the
+    // durable volume with the fastest commits, however much slower it is
+    if on_volatile && best.is_none() {
+        return row(
+            "wal",
+            Some("pg_wal"),
+            format!(
+                "pg_wal is on volatile storage ({here}): a reboot loses the WAL, and the cluster with it, however fast it commits ({:.0} us p99); no durable volume has WAL figures yet: measure one, then move pg_wal there",
+                now.p99_us
+            ),
+            Some("SELECT * FROM storlab.compare_tablespaces()".into()),
+            None,
+            evidence,
+        );
+    }
     match best {
-        Some((ts, f, p)) if advice::worth_moving(now.p99_us, p.p99_us) => {
+        Some((ts, f, p)) if on_volatile || advice::worth_moving(now.p99_us, p.p99_us) => {
             let mount = f.mount.clone().unwrap_or_else(|| format!("the volume of tablespace {ts}"));
             evidence["probes"] = json!([now.id, p.id]);
             evidence["best"] = json!({"tablespace": ts, "mount": mount, "commit_p50_us": p.p50_us, "commit_p99_us": p.p99_us});
+            let why = if on_volatile {
+                format!("pg_wal is on volatile storage ({here}): a reboot loses the WAL, and the cluster with it. Of the durable volumes measured, tablespace {ts}'s ({mount}) commits fastest, in {:.0} us p99 (pg_wal now: {:.0} us)", p.p99_us, now.p99_us)
+            } else {
+                format!("pg_wal (on {here}) commits in {:.0} us p99; the volume of tablespace {ts} ({mount}) in {:.0} us", now.p99_us, p.p99_us)
+            };
             row(
                 "wal",
                 Some(ts),
                 format!(
-                    "pg_wal (on {here}) commits in {:.0} us p99; the volume of tablespace {ts} ({mount}) in {:.0} us. Moving pg_wal is done offline: stop the server (pg_ctl stop -m fast), move the folder (mv $PGDATA/pg_wal {mount}/pg_wal), link it back (ln -s {mount}/pg_wal $PGDATA/pg_wal), start the server; a new cluster takes initdb --waldir",
-                    now.p99_us, p.p99_us
+                    "{why}. Moving pg_wal is done offline: stop the server (pg_ctl stop -m fast), move the folder (mv $PGDATA/pg_wal {mount}/pg_wal), link it back (ln -s {mount}/pg_wal $PGDATA/pg_wal), start the server; a new cluster takes initdb --waldir"
                 ),
                 None,
                 Some(format!(
