@@ -22,7 +22,8 @@ DO $$ BEGIN
 END $$;
 RESET client_min_messages;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(17);
+SELECT plan(32);
+\ir lib/probe_helpers.sql
 SELECT clock_timestamp() AS t_start \gset
 
 CREATE ROLE tap_attacker LOGIN;
@@ -110,6 +111,10 @@ RESET ROLE;
 
 -- Small, short probes: the settings are the superuser's to give.
 SET storlab.suite_file_size = '4MB';
+-- Young figures of every tablespace and pg_wal, so that the role's
+-- compare_tablespaces() below reads them and probes nothing (it could not:
+-- it may create in lab_ram only, and probing writes)
+SELECT count(*) FROM storlab.compare_tablespaces('1 day', '50 ms');
 
 -- From here on: the attacker, its hostile schema first.
 SET ROLE tap_attacker;
@@ -208,6 +213,45 @@ SELECT throws_ok($$SELECT storlab.bench_start('select-only', 1, 1, '1 s', option
 RESET ROLE;
 SELECT ok(storlab.cancel(:su_job), 'the superuser cancels its own job');
 
+-- A probe writes its scratch file into the tablespace: without CREATE on
+-- it, every path that would write there is refused (42501), as CREATE
+-- TABLE ... TABLESPACE is, and nothing is stored or left behind. The
+-- database's default tablespace needs no grant, as for CREATE TABLE.
+SELECT storlab.baseline('tap identity disk', '{lab_disk}', '50 ms', 2) IS NOT NULL AS taken;
+SELECT count(*) AS probes_before FROM storlab.probes \gset
+SET ROLE tap_attacker;
+SELECT is(has_tablespace_privilege('lab_disk', 'CREATE'), false, 'the role has no CREATE on lab_disk');
+SELECT throws_ok($$CREATE TABLE tap_attacker.nope (id int) TABLESPACE lab_disk$$, '42501', NULL,
+                 'so it cannot create a table there');
+SELECT throws_ok($$SELECT storlab.probe('lab_disk', 'randwrite', duration => '50 ms', file_size => 1048576)$$, '42501',
+                 'permission denied for tablespace lab_disk', 'nor probe it');
+SELECT throws_ok($$SELECT * FROM storlab.fsync_cost('lab_disk', '20 ms')$$, '42501', NULL, 'nor run fsync_cost there');
+SELECT throws_ok($$SELECT * FROM storlab.profile('lab_disk', '20 ms')$$, '42501', NULL, 'nor profile it');
+SELECT throws_ok($$SELECT * FROM storlab.profile(NULL, '20 ms')$$, '42501', NULL,
+                 'nor profile every tablespace (it may create in one only)');
+SELECT throws_ok($$SELECT * FROM storlab.check('lab_disk', 'randread', 'iops', '>', 0, '50 ms', 5)$$, '42501', NULL,
+                 'nor check it where the check must probe (more repetitions than young probes)');
+SELECT throws_ok($$SELECT storlab.baseline('tap denied', '{lab_disk}', '50 ms', 2)$$, '42501', NULL,
+                 'nor take a baseline of it');
+SELECT throws_ok($$SELECT * FROM storlab.regressions('tap identity disk', duration => '50 ms', repetitions => 2)$$,
+                 '42501', NULL, 'nor measure it again against a baseline');
+SELECT throws_ok($$SELECT * FROM storlab.compare_tablespaces('1 ms', '50 ms')$$, '42501', NULL,
+                 'nor have compare_tablespaces() probe it');
+SELECT throws_ok($$SELECT storlab.probe('pg_wal', 'wal', duration => '50 ms', file_size => 1048576)$$, '42501',
+                 'permission denied to probe pg_wal', 'pg_wal is the server''s: a role that is not pg_write_server_files may not probe it');
+SELECT ok((storlab.probe('pg_default', 'randread', duration => '50 ms', file_size => 1048576, direct => false)).ops > 0,
+          'the database''s default tablespace needs no grant, as for CREATE TABLE');
+RESET ROLE;
+SELECT is((SELECT count(*) FROM storlab.probes), :probes_before + 1::bigint,
+          'of all that, only the pg_default probe was stored');
+GRANT pg_write_server_files TO tap_attacker;
+SET ROLE tap_attacker;
+SELECT ok((storlab.probe('pg_wal', 'wal', duration => '50 ms', file_size => 1048576)).ops > 0,
+          'a member of pg_write_server_files may probe pg_wal');
+RESET ROLE;
+REVOKE pg_write_server_files FROM tap_attacker;
+SELECT is(pg_temp.scratch_files(), 0::bigint, 'and no scratch file is left anywhere');
+
 SELECT * FROM finish();
 
 -- Clean up once the cancelled jobs have ended (pgbench's tables in public stay).
@@ -218,6 +262,7 @@ DO $$ BEGIN
   END LOOP;
 END $$;
 SET client_min_messages = warning;
+DELETE FROM storlab.baselines WHERE label = 'tap identity disk';
 DROP SCHEMA tap_evil, tap_attacker CASCADE;
 DROP OWNED BY tap_attacker CASCADE;
 DROP ROLE tap_attacker;
