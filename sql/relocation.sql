@@ -45,7 +45,9 @@ SELECT relation_name, bytes = pg_table_size(relation) AS bytes_as_pg_table_size
 -- Moving an index blocks more than the queries that use it: while it is
 -- locked, every query planned on its table waits (the planner locks all of
 -- a table's indexes) and so does every writer (writes update them all).
-SELECT regexp_replace(note, 'copy of [0-9.]+ \S+:', 'copy of (its size):') AS note
+-- The note also says what the target keeps free once the call copied.
+SELECT regexp_replace(regexp_replace(note, 'copy of [0-9.]+ \S+:', 'copy of (its size):'),
+                      'has [0-9.]+ \S+ free now, [0-9.]+ \S+ after', 'has (free) free now, (free less the copy) after') AS note
   FROM storlab.move('shop.orders_placed', 'lab_ram', dry_run => true);
 
 -- storlab.move(relation, tablespace): the table (its TOAST table goes along)

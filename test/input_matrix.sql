@@ -19,7 +19,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 SET storlab.max_probe_duration = '1s';
 SET storlab.suite_file_size = '4MB';
 SET client_min_messages = warning;
-SELECT plan(7);
+SELECT plan(9);
 
 CREATE TABLE public.matrix_t (id int PRIMARY KEY);
 CREATE TEMP TABLE before AS
@@ -74,7 +74,7 @@ INSERT INTO base VALUES
   ('experiment_start', 'warmup', $$'0 s'$$), ('chart_svg', 'kind', $$'experiment'$$),
   ('check', 'workload', $$'randread'$$), ('check', 'metric', $$'iops'$$), ('check', 'op', $$'>='$$),
   ('check', 'duration', $$'20 ms'$$), ('baseline', 'tablespaces', $$'{lab_ram}'$$), ('baseline', 'duration', $$'20 ms'$$),
-  ('baseline', 'repetitions', '1'), ('regressions', 'duration', $$'20 ms'$$), ('regressions', 'repetitions', '1');
+  ('baseline', 'repetitions', '2'), ('regressions', 'duration', $$'20 ms'$$), ('regressions', 'repetitions', '2');
 
 -- Every call: the function with one argument varied at a time, the others
 -- at their base value, their default, or the type's first value.
@@ -101,20 +101,38 @@ SELECT DISTINCT f.proname, format('storlab.%I(%s)', f.proname, coalesce((
   FROM f
   LEFT JOIN LATERAL (SELECT a.i, x.v FROM arg a JOIN vals x ON x.type = a.types[a.i] WHERE a.oid = f.oid) v ON true;
 
-CREATE TEMP TABLE outcomes (call text, state text, message text);
-DO $$
+-- Every call is made three times: by the superuser; by a role holding
+-- EXECUTE on every function but CREATE on no tablespace (its probes,
+-- baselines and moves must be refused, 42501, never run); and by a role
+-- with no grant at all.
+CREATE TEMP TABLE outcomes (as_role text, call text, state text, message text);
+SET client_min_messages = error;
+DROP ROLE IF EXISTS matrix_executor;
+DROP ROLE IF EXISTS matrix_nobody;
+RESET client_min_messages;
+CREATE ROLE matrix_executor;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA storlab TO matrix_executor;
+CREATE ROLE matrix_nobody;
+GRANT SELECT ON calls TO matrix_executor, matrix_nobody;
+GRANT INSERT ON outcomes TO matrix_executor, matrix_nobody;
+CREATE FUNCTION pg_temp.run_calls(who text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE c record; st text; msg text;
 BEGIN
+  EXECUTE format('SET LOCAL ROLE %I', who);
   FOR c IN SELECT call FROM calls ORDER BY call LOOP
     BEGIN
       EXECUTE format('SELECT count(*) FROM %s', c.call);
       RAISE EXCEPTION 'worked' USING ERRCODE = 'P0001';
     EXCEPTION WHEN OTHERS THEN
       GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
-      INSERT INTO outcomes VALUES (c.call, st, msg);
+      INSERT INTO outcomes VALUES (who, c.call, st, msg);
     END;
   END LOOP;
+  RESET ROLE;
 END $$;
+SELECT pg_temp.run_calls(current_user);
+SELECT pg_temp.run_calls('matrix_executor');
+SELECT pg_temp.run_calls('matrix_nobody');
 
 -- What the README documents, per function (its table "Errors and their
 -- SQLSTATEs", read by test/documented_errors), and for every function: a
@@ -133,6 +151,17 @@ SELECT is((SELECT string_agg(format('%s -> %s %s', o.call, o.state, left(o.messa
               AND NOT EXISTS (SELECT FROM documented d WHERE d.proname = c.proname AND d.state = o.state)),
           NULL, 'every call works or fails with a SQLSTATE the README documents for its function');
 SELECT is((SELECT count(*) FROM outcomes WHERE state = 'XX000'), 0::bigint, 'none is an internal error');
+SELECT is((SELECT string_agg(format('%s -> %s %s', o.call, o.state, left(o.message, 100)), E'\n' ORDER BY o.call)
+             FROM outcomes o
+            WHERE o.as_role = 'matrix_executor' AND o.state = 'P0001'
+              AND o.call ~ '^storlab\.(probe|fsync_cost|profile|baseline|regressions)\('
+              AND o.call ~ '''lab_'),
+          NULL, 'a role without CREATE on the lab''s tablespaces probes none of them (42501 instead)');
+SELECT is((SELECT string_agg(DISTINCT o.state, ',') FROM outcomes o JOIN calls c USING (call)
+            WHERE o.as_role = 'matrix_nobody'
+              AND NOT EXISTS (SELECT FROM pg_proc p WHERE p.proname = c.proname AND p.pronamespace = 'storlab'::regnamespace
+                                 AND has_function_privilege('public', p.oid, 'EXECUTE'))),
+          '42501', 'a role with no grant gets 42501 from every function not open to PUBLIC');
 SELECT is(pg_postmaster_start_time(), (SELECT started FROM before), 'and none crashed the server');
 SELECT is((SELECT count(*) FROM storlab.job_records), (SELECT jobs FROM before), 'no job row is left');
 SELECT is(((SELECT count(*) FROM storlab.relocations), (SELECT count(*) FROM storlab.probes)),
@@ -150,3 +179,5 @@ SELECT diag(format('SQLSTATEs per function: %s',
                               FROM outcomes o JOIN calls c USING (call) GROUP BY c.proname) s)));
 SELECT * FROM finish();
 DROP TABLE public.matrix_t;
+DROP OWNED BY matrix_executor, matrix_nobody;
+DROP ROLE matrix_executor, matrix_nobody;

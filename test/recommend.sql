@@ -4,7 +4,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SET client_min_messages = warning;
 SET storlab.suite_file_size = '16MB';
-SELECT plan(5);
+SELECT plan(8);
 
 -- figures for every tablespace (only missing or day-old ones are probed)
 SELECT diag(format('%s tablespaces measured', count(*))) FROM storlab.compare_tablespaces(duration => '100 ms');
@@ -36,4 +36,23 @@ SELECT is((SELECT string_agg(statement || ' -> ' || outcome, E'\n') FROM execute
 SELECT cmp_ok((SELECT count(*) FROM executed), '>=', 4::bigint, 'and there were statements to run');
 SELECT diag(format('%s rows of advice, %s statements run and rolled back', (SELECT count(*) FROM advice),
                    (SELECT count(*) FROM executed)));
+-- WAL on volatile storage is never advised to stay, however fast it
+-- commits: pg_wal's figures made those of a tmpfs (in a transaction rolled
+-- back once the advice is read), the advice names a durable volume.
+BEGIN;
+UPDATE storlab.probes SET env = env || '{"fs_type": "tmpfs", "device": "tmpfs"}', lat_p99_us = 1, lat_p50_us = 1
+ WHERE tablespace = 'pg_wal';
+SELECT target AS wal_target, advice AS wal_advice FROM storlab.recommend() WHERE topic = 'wal' \gset
+ROLLBACK;
+SELECT isnt(:'wal_target'::text, 'pg_wal', 'pg_wal on tmpfs: the advice moves it (target: ' || :'wal_target' || ')');
+SELECT alike(:'wal_advice'::text, 'pg_wal is on volatile storage (%): a reboot loses the WAL, and the cluster with it. Of the durable volumes measured, %',
+             'and says why: a reboot loses it');
+-- with no durable volume measured at all, it asks for one to be measured
+BEGIN;
+UPDATE storlab.probes SET env = env || '{"fs_type": "tmpfs", "device": "tmpfs"}';
+SELECT target AS wal_target, advice AS wal_advice, statement AS wal_statement
+  FROM storlab.recommend() WHERE topic = 'wal' \gset
+ROLLBACK;
+SELECT is(:'wal_statement'::text, 'SELECT * FROM storlab.compare_tablespaces()',
+          'with only volatile storage measured, it asks to measure a durable volume, never to stay');
 SELECT * FROM finish();

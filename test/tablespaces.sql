@@ -2,7 +2,7 @@
 -- Environment-dependent checks live here, not in pg_regress.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(20);
+SELECT plan(22);
 
 CREATE TEMP TABLE facts AS SELECT * FROM storlab.tablespaces();
 CREATE TEMP TABLE peer (tablespace name, tool text, line text);
@@ -106,6 +106,19 @@ SELECT CASE WHEN EXISTS (SELECT FROM facts WHERE tablespace = 'lab_zram') THEN
     is((SELECT backing || ' / ' || compression FROM facts WHERE tablespace = 'lab_zram'),
        'zram (lz4) / lz4 (zram)', 'lab_zram: a zram device that compresses with lz4'))
 ELSE skip('no lab_zram (the lab was started without --studies)', 1) END;
+
+-- pg_wal competes for wal only: no table or index can be placed there, so
+-- however fast its volume reads or streams it wins neither indexes nor
+-- bulk (its figures made the best of all here; rolled back at the end).
+SELECT count(*) FROM storlab.compare_tablespaces('1 day', '100 ms');
+UPDATE storlab.probes SET lat_p99_us = 0.5, lat_p50_us = 0.5, mib_s = 1e9, iops = 1e9
+ WHERE tablespace = 'pg_wal' AND suite = 'standard';
+CREATE TEMP TABLE ranked AS SELECT * FROM storlab.compare_tablespaces('1 day', '100 ms');
+SELECT is((SELECT best_for FROM ranked WHERE tablespace = 'pg_wal'), '{wal}',
+          'pg_wal with the best figures of all wins wal only');
+SELECT is((SELECT string_agg(DISTINCT r, ',' ORDER BY r) FROM ranked, unnest(best_for) r
+            WHERE tablespace <> 'pg_wal' AND NOT volatile AND r IN ('indexes', 'bulk')),
+          'bulk,indexes', 'indexes and bulk go to durable tablespaces where relations can live');
 
 SELECT * FROM finish();
 ROLLBACK;
