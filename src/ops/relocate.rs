@@ -349,13 +349,17 @@ fn execute(
             (s.rel, None)
         } else {
             let waited = lock(&s.rel, lock_timeout);
-            let Some(rel) = rels("WHERE c.oid = $1", vec![s.rel.oid.into()]).pop() else {
+            let (Some(now), Some(mut rel)) = (
+                tablespace_now(s.rel.oid),
+                rels("WHERE c.oid = $1", vec![s.rel.oid.into()]).pop(),
+            ) else {
                 notice!(
                     "storlab: {} was dropped while storlab waited for it; nothing to move",
                     s.rel.qualified
                 );
                 continue;
             };
+            rel.tablespace = now;
             if rel.tablespace == s.to {
                 notice!("storlab: {} is already in {} (moved by another session meanwhile); nothing to move", rel.qualified, s.to);
                 continue;
@@ -479,6 +483,29 @@ fn space_after_steps(steps: &[Step]) -> Vec<Option<(std::path::PathBuf, SpaceAft
         out[i] = Some((folder, after));
     }
     out
+}
+
+/// Where a relation is now, as the catalog says once we hold its lock: read
+/// through the syscache, which taking the lock brought up to date (as the
+/// relcache is), not through SPI, whose snapshot under REPEATABLE READ or
+/// SERIALIZABLE is the transaction's own and would not see a move another
+/// session committed since: history would record where the relation was at
+/// the transaction's start, and a move to where it already is would run a
+/// no-op ALTER and be recorded. None: it was dropped.
+fn tablespace_now(oid: pg_sys::Oid) -> Option<String> {
+    // SAFETY: lsyscache lookups from the backend's thread; the name is
+    // palloc'd in the current memory context and copied out at once.
+    unsafe {
+        if pg_sys::get_rel_relkind(oid) == 0 {
+            return None;
+        }
+        let mut spc = pg_sys::get_rel_tablespace(oid);
+        if spc == pg_sys::InvalidOid {
+            spc = pg_sys::MyDatabaseTableSpace;
+        }
+        let name = pg_sys::get_tablespace_name(spc);
+        (!name.is_null()).then(|| std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned())
+    }
 }
 
 fn set_lock_timeout(value: &str) {
