@@ -1,12 +1,13 @@
 -- Relocation: physical sizes on the lab's storage, lock timeouts, hostile names.
 -- Parts of this file must commit (CHECKPOINT, CREATE TABLESPACE), so it
 -- first removes what an interrupted earlier run may have left.
-DROP TABLE IF EXISTS tap_squeezy, tap_busy, "Tap ""Odd"" Table";
+DROP TABLE IF EXISTS tap_squeezy, tap_busy, "Tap ""Odd"" Table", tap_orphan;
+DROP TABLESPACE IF EXISTS tap_gone;
 DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(26);
+SELECT plan(36);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -175,6 +176,59 @@ SELECT is((SELECT string_agg(relation::regclass || ' in ' || tablespace, ', ' OR
 SELECT is((SELECT count(*) FROM storlab.restore_layout(:'t0')), 2::bigint,
           'which the superuser then restores');
 ROLLBACK;
+
+-- Undo is per call. restore_layout(at) restores whole batches only: from
+-- the moved_at of a batch's first row (its rows carry their own clock
+-- times), the whole batch goes back, never only its later rows. And
+-- undo_batch(id) undoes one call.
+BEGIN;
+CREATE TABLE tap_batch (id int PRIMARY KEY, v int);
+CREATE INDEX tap_batch_v ON tap_batch (v);
+SELECT count(*) FROM storlab.move('tap_batch', 'lab_ram');
+SELECT max(batch_id) AS b1 FROM storlab.relocations \gset
+SELECT min(moved_at) AS b1_start FROM storlab.relocations WHERE batch_id = :b1 \gset
+SELECT cmp_ok((SELECT count(DISTINCT moved_at) FROM storlab.relocations WHERE batch_id = :b1), '>', 1::bigint,
+              'the rows of one call carry different times');
+SELECT is((SELECT count(*) FROM storlab.restore_layout(:'b1_start')), 3::bigint,
+          'restore_layout from a batch''s first moved_at restores the whole batch: the table and both indexes');
+SELECT is((SELECT string_agg(DISTINCT tablespace::text, ',') FROM storlab.layout('public')
+            WHERE relation::text IN ('tap_batch', 'tap_batch_pkey', 'tap_batch_v')), 'pg_default', 'all back in pg_default');
+SELECT count(*) FROM storlab.move('tap_batch', 'lab_disk');
+SELECT max(batch_id) AS b2 FROM storlab.relocations \gset
+SELECT is((SELECT string_agg(relation_name || ': ' || from_tablespace || ' -> ' || to_tablespace, ', ' ORDER BY relation_name)
+             FROM storlab.undo_batch(:b2)),
+          'public.tap_batch: lab_disk -> pg_default, public.tap_batch_pkey: lab_disk -> pg_default, public.tap_batch_v: lab_disk -> pg_default',
+          'undo_batch(id) undoes that one call');
+SELECT count(*) FROM storlab.move('tap_batch', 'lab_ram');
+SELECT max(batch_id) AS b3 FROM storlab.relocations \gset
+SELECT count(*) FROM storlab.move('tap_batch_v', 'lab_disk');
+SELECT throws_ok(format('SELECT * FROM storlab.undo_batch(%s)', :b3), '55000', NULL,
+                 'a batch whose relations were moved again since is refused (55000): undo the later one first');
+SELECT is((SELECT tablespace::text FROM storlab.layout('public') WHERE relation = 'tap_batch'::regclass), 'lab_ram',
+          'and nothing of it moved');
+SELECT throws_ok('SELECT * FROM storlab.undo_batch(-1)', '42704', 'relocation batch -1 does not exist on this server',
+                 'an unknown batch: 42704');
+SELECT throws_ok('SELECT * FROM storlab.undo_batch(NULL)', '22004', 'batch_id must not be NULL', 'a NULL batch: 22004');
+ROLLBACK;
+
+-- A relation whose old tablespace was dropped since cannot go back there:
+-- restore_layout refuses before moving anything, naming both (42704).
+SET allow_in_place_tablespaces = on;
+CREATE TABLESPACE tap_gone LOCATION '';
+CREATE TABLE tap_orphan (id int) TABLESPACE tap_gone;
+CREATE TABLE tap_bystander (id int);
+SELECT clock_timestamp() AS t_orphan \gset
+SELECT count(*) FROM storlab.move('tap_bystander', 'lab_ram');
+SELECT count(*) FROM storlab.move('tap_orphan', 'lab_ram');
+DROP TABLESPACE tap_gone;
+BEGIN;
+SELECT throws_ok(format('SELECT * FROM storlab.restore_layout(%L)', :'t_orphan'), '42704',
+                 'cannot restore public.tap_orphan: tablespace "tap_gone", where it was, does not exist any more',
+                 'restore_layout to a dropped tablespace: 42704 naming the relation and the tablespace');
+SELECT is((SELECT tablespace::text FROM storlab.layout('public') WHERE relation = 'tap_bystander'::regclass), 'lab_ram',
+          'before anything moved');
+ROLLBACK;
+DROP TABLE tap_orphan, tap_bystander;
 
 -- Hostile names, tablespace included: quoted everywhere, never executed.
 COMMIT;

@@ -112,6 +112,7 @@ GRANT SELECT ON storlab.baselines, storlab.baseline_probes TO pg_monitor;
 REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.undo_batch(bigint, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.layout(name) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.layout(name) TO pg_monitor;
 GRANT SELECT ON storlab.relocations TO pg_monitor;

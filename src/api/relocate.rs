@@ -1,5 +1,5 @@
 //! Relocation in SQL: `storlab.layout()`, `move()`, `apply_layout()`,
-//! `restore_layout()`. The work is in `ops::relocate`.
+//! `restore_layout()`, `undo_batch()`. The work is in `ops::relocate`.
 //!
 //! A call is one transaction: every relation is locked, moved and recorded in
 //! storlab.relocations inside the caller's transaction, so an error or a
@@ -68,9 +68,10 @@ fn apply_layout(
 }
 
 /// Moves every relation that storlab moved since `at` back to where it was
-/// at `at`. A relation is restored only while it is still the one that was
-/// moved: the same oid, name and kind. One dropped since, or whose oid now
-/// belongs to another relation, is skipped with a NOTICE.
+/// at `at`, batch by batch, each whole or not at all. A relation is
+/// restored only while it is still the one that was moved: the same oid,
+/// name and kind. One dropped since, or whose oid now belongs to another
+/// relation, is skipped with a NOTICE.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn restore_layout(
@@ -80,6 +81,19 @@ fn restore_layout(
     let at = required(at, "at");
     let timeout = timeout_of(lock_timeout);
     SetOfIterator::new(relocate::restore_layout(at, timeout))
+}
+
+/// Undoes one batch (one call) of storlab.relocations: each of its relations
+/// goes back to where that call took it from, whole or not at all.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn undo_batch(
+    batch_id: Option<i64>,
+    lock_timeout: default!(Option<Interval>, "'5 seconds'"),
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let batch = required(batch_id, "batch_id");
+    let timeout = timeout_of(lock_timeout);
+    SetOfIterator::new(relocate::undo_batch(batch, timeout))
 }
 
 /// Every table, index, TOAST table and index, materialized view, partitioned

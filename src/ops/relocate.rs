@@ -694,34 +694,100 @@ pub fn apply_pgbench_placement(
 }
 
 /// Moves every relation that storlab moved since `at` back to where it was
-/// at `at`. A relation is restored only while it is still the one that was
-/// moved: the same oid, name and kind. One dropped since, or whose oid now
-/// belongs to another relation, is skipped with a NOTICE.
+/// at `at`. Batches (one call each) are restored whole or not at all: a
+/// batch counts as since `at` when its first move is at or after `at`, so
+/// the `moved_at` of a batch's first row undoes that whole batch (its rows
+/// carry their own clock times, a little apart). A relation is restored
+/// only while it is still the one that was moved: the same oid, name and
+/// kind; one dropped since, or whose oid now belongs to another relation,
+/// is skipped with a NOTICE. What the caller may not move (another role's
+/// relation) stays where it is, with a NOTICE.
 pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<RelocationRow> {
-    // the first move after `at` tells where each relation was at `at`
-    let wanted: Vec<(pg_sys::Oid, String, String, String)> = as_owner(|| {
-        Spi::connect(|c| {
-            c.select(
-                "SELECT DISTINCT ON (relation) relation, relation_name, kind, from_tablespace::text
-               FROM storlab.relocations
-              WHERE moved_at > $1 AND system_identifier = $2
-              ORDER BY relation, moved_at, id",
-                None,
-                &[at.into(), system_identifier().into()],
-            )?
-            .map(|r| {
-                Ok((
-                    r.get(1)?.expect("oid"),
-                    r.get(2)?.expect("name"),
-                    r.get(3)?.expect("kind"),
-                    r.get(4)?.expect("tablespace"),
-                ))
-            })
-            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
-        })
+    // the first move of the restored batches tells where each relation was at `at`
+    let wanted = history(
+        "SELECT DISTINCT ON (r.relation) r.relation, r.relation_name, r.kind, r.from_tablespace::text
+           FROM storlab.relocations r
+          WHERE r.system_identifier = $2
+            AND r.batch_id IN (SELECT b.batch_id FROM storlab.relocations b WHERE b.system_identifier = $2
+                                GROUP BY b.batch_id HAVING min(b.moved_at) >= $1)
+          ORDER BY r.relation, r.moved_at, r.id",
+        vec![at.into(), system_identifier().into()],
+    );
+    let label = format!("restore_layout since {at}");
+    restore(wanted, timeout, &label, false)
+}
+
+/// Undoes one batch (one call of move, apply_layout, restore_layout, an
+/// online index move or an experiment's placement): each of its relations
+/// goes back to where the batch took it from, all in one transaction. Whole
+/// or not at all: a relation moved again by a later batch (undo that one
+/// first), or one the caller does not own, refuses the call.
+pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
+    let wanted = history(
+        "SELECT DISTINCT ON (r.relation) r.relation, r.relation_name, r.kind, r.from_tablespace::text
+           FROM storlab.relocations r
+          WHERE r.batch_id = $1 AND r.system_identifier = $2
+          ORDER BY r.relation, r.moved_at, r.id",
+        vec![batch.into(), system_identifier().into()],
+    );
+    if wanted.is_empty() {
+        Error::new(
+            SqlState::UndefinedObject,
+            format!("relocation batch {batch} does not exist on this server"),
+        )
+        .with_hint("storlab.relocations lists each move with its batch_id.")
+        .raise();
+    }
+    let later = as_owner(|| {
+        Spi::get_one_with_args::<String>(
+            "SELECT pg_catalog.string_agg(pg_catalog.format('%s (batch %s)', l.relation_name, l.batch_id), ', ' ORDER BY l.id)
+               FROM storlab.relocations l
+              WHERE l.system_identifier = $2 AND l.batch_id > $1
+                AND l.relation IN (SELECT r.relation FROM storlab.relocations r WHERE r.batch_id = $1)",
+            &[batch.into(), system_identifier().into()],
+        )
         .map_err(spi("reading storlab.relocations"))
         .or_raise()
     });
+    if let Some(later) = later {
+        Error::new(
+            SqlState::ObjectNotInPrerequisiteState,
+            format!("cannot undo relocation batch {batch}: its relations were moved again since: {later}"),
+        )
+        .with_hint("Undo the later batches first, newest first, or use storlab.restore_layout(at) to go back to a point in time.")
+        .raise();
+    }
+    restore(wanted, timeout, &format!("undo of batch {batch}"), true)
+}
+
+/// (relation, name as moved, kind, tablespace to go back to), read as the owner.
+type Wanted = (pg_sys::Oid, String, String, String);
+
+fn history(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Wanted> {
+    as_owner(|| {
+        Spi::connect(|c| {
+            c.select(query, None, &args)?
+                .map(|r| {
+                    Ok((
+                        r.get(1)?.expect("oid"),
+                        r.get(2)?.expect("name"),
+                        r.get(3)?.expect("kind"),
+                        r.get(4)?.expect("tablespace"),
+                    ))
+                })
+                .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+        .map_err(spi("reading storlab.relocations"))
+        .or_raise()
+    })
+}
+
+/// Moves the wanted relations back, one batch. Every tablespace to go back
+/// to must still exist (a dropped or renamed one refuses the whole call,
+/// 42704, before anything moves, naming the relation). With `whole`, a
+/// relation the caller may not move refuses the call (42501); otherwise it
+/// stays where it is, with a NOTICE naming it and who may move it.
+fn restore(wanted: Vec<Wanted>, timeout: Duration, label: &str, whole: bool) -> Vec<RelocationRow> {
     let mut candidates = Vec::new();
     for (oid, name, kind, from) in wanted {
         match same_relation(oid, &name, &kind) {
@@ -729,17 +795,22 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
                 let rel = rels("WHERE c.oid = $1", vec![oid.into()])
                     .pop()
                     .expect("checked just now");
-                let to = check_target(&from).or_raise();
+                let to = match check_target(&from) {
+                    Ok(to) => to,
+                    Err(e) if e.state == SqlState::UndefinedObject => Error::new(
+                        SqlState::UndefinedObject,
+                        format!("cannot restore {name}: tablespace \"{from}\", where it was, does not exist any more"),
+                    )
+                    .with_detail("It was dropped or renamed since the move. Nothing was moved.")
+                    .with_hint(format!("Move {name} by hand with storlab.move(), or recreate the tablespace."))
+                    .raise(),
+                    Err(e) => e.raise(),
+                };
                 candidates.push((rel, to));
             }
             Err(why) => notice!("storlab: {name} {why}; nothing to restore"),
         }
     }
-    // What the caller may not move back (another role's relation, moved by
-    // a superuser or by that role) stays where it is, with a NOTICE naming
-    // it and who may: storlab never does more than its caller could do by
-    // hand, and one such relation no longer keeps the caller's own moves
-    // from being undone.
     let (mine, others): (Vec<Step>, Vec<Step>) = plan(candidates).into_iter().partition(|s| s.rel.owned);
     for s in &others {
         let owner = Spi::get_one_with_args::<String>(
@@ -749,6 +820,16 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
         .ok()
         .flatten()
         .unwrap_or_else(|| "its owner".into());
+        if whole {
+            Error::new(
+                SqlState::InsufficientPrivilege,
+                format!("must be owner of {} {} to move it back", s.rel.kind.as_str(), s.rel.qualified),
+            )
+            .with_detail(format!("Its owner is {owner}. Nothing was moved."))
+            .raise();
+        }
+        // storlab never does more than its caller could do by hand, and one
+        // such relation no longer keeps the caller's own moves from being undone
         notice!(
             "storlab: {} {} stays in {}: only its owner ({owner}) may move it back to {}",
             s.rel.kind.as_str(),
@@ -757,8 +838,7 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
             s.to
         );
     }
-    let label = format!("restore_layout since {at}");
-    execute(mine, timeout, false, Some(&label))
+    execute(mine, timeout, false, Some(label))
 }
 
 /// Is the relation with this oid still the one storlab moved? Oids are
