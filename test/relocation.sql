@@ -1,13 +1,17 @@
 -- Relocation: physical sizes on the lab's storage, lock timeouts, hostile names.
 -- Parts of this file must commit (CHECKPOINT, CREATE TABLESPACE), so it
 -- first removes what an interrupted earlier run may have left.
-DROP TABLE IF EXISTS tap_squeezy, tap_busy, "Tap ""Odd"" Table", tap_orphan;
+SELECT EXISTS (SELECT FROM pg_prepared_xacts WHERE gid = 'tap_holder') AS left_prepared \gset
+\if :left_prepared
+ROLLBACK PREPARED 'tap_holder';
+\endif
+DROP TABLE IF EXISTS tap_squeezy, tap_busy, "Tap ""Odd"" Table", tap_orphan, tap_toasty;
 DROP TABLESPACE IF EXISTS tap_gone;
 DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(36);
+SELECT plan(40);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -229,6 +233,53 @@ SELECT is((SELECT tablespace::text FROM storlab.layout('public') WHERE relation 
           'before anything moved');
 ROLLBACK;
 DROP TABLE tap_orphan, tap_bystander;
+
+-- What holds a lock is named, whatever it is. A session reading only the
+-- TOAST table holds a lock there (the ALTER would wait on it, inside
+-- PostgreSQL, with a bare "canceling statement due to lock timeout"):
+-- storlab takes that lock itself and names it. A prepared transaction has
+-- no backend: it is named by gid, owner and when it was prepared.
+CREATE TABLE tap_toasty (id int PRIMARY KEY, doc text);
+INSERT INTO tap_toasty SELECT 1, string_agg(md5(g::text), '') FROM generate_series(1, 2000) g;
+SELECT format('pg_toast.%I', (SELECT relname FROM pg_class WHERE oid = (SELECT reltoastrelid FROM pg_class
+                                                                       WHERE oid = 'tap_toasty'::regclass))) AS toast \gset
+SELECT dblink_connect('toast_reader', format('host=%s port=%s dbname=%s', split_part(current_setting('unix_socket_directories'), ',', 1),
+                                             current_setting('port'), current_database()));
+SELECT dblink_exec('toast_reader', 'BEGIN');
+SELECT * FROM dblink('toast_reader', format('SELECT count(*) FROM %s', :'toast')) AS r(n bigint);
+BEGIN;
+SELECT throws_ok($$SELECT * FROM storlab.move('tap_toasty', 'lab_ram', lock_timeout => '200 ms')$$, '55P03',
+                 format('could not lock the TOAST table of table public.tap_toasty within lock_timeout (200 ms): another session is using it'),
+                 'a lock held on the TOAST table alone: 55P03 naming the TOAST table of which table');
+ROLLBACK;
+SELECT dblink_exec('toast_reader', 'ROLLBACK');
+SELECT dblink_exec('toast_reader', 'BEGIN');
+SELECT dblink_exec('toast_reader', 'LOCK TABLE tap_toasty IN ACCESS SHARE MODE');
+SELECT dblink_exec('toast_reader', $$PREPARE TRANSACTION 'tap_holder'$$);
+SELECT dblink_disconnect('toast_reader');
+BEGIN;
+CREATE FUNCTION pg_temp.detail_of(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE d text;
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
+  RETURN d;
+END $f$;
+SELECT alike(pg_temp.detail_of($$SELECT * FROM storlab.move('tap_toasty', 'lab_ram', lock_timeout => '200 ms')$$),
+             'Held by: prepared transaction ''tap_holder'' (owner %, prepared at %). Nothing was moved.',
+             'a lock held by a prepared transaction names it: gid, owner, when prepared');
+ROLLBACK;
+ROLLBACK PREPARED 'tap_holder';
+BEGIN;
+SELECT is((SELECT count(*) FROM storlab.move('tap_toasty', 'lab_ram', lock_timeout => '2 s')), 2::bigint,
+          'once both let go, the table moves');
+SELECT is((SELECT t.spcname::text FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace
+            WHERE c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'tap_toasty'::regclass)), 'lab_ram',
+          'its TOAST table with it');
+ROLLBACK;
+DROP TABLE tap_toasty;
 
 -- Hostile names, tablespace included: quoted everywhere, never executed.
 COMMIT;

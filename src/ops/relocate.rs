@@ -219,49 +219,95 @@ fn plan(candidates: Vec<(Rel, String)>) -> Vec<Step> {
         .collect()
 }
 
-/// Waits for ACCESS EXCLUSIVE on `rel` without queueing: it retries a
-/// conditional lock every few milliseconds, so other sessions never line up
-/// behind a waiting request of ours (a queued ACCESS EXCLUSIVE request blocks
-/// every newcomer, readers included). Fails with 55P03 after `timeout`,
-/// naming the backends that hold locks on the relation.
+/// Waits for ACCESS EXCLUSIVE on `rel`, and on its TOAST table and TOAST
+/// index, without queueing: it retries a conditional lock every few
+/// milliseconds, so other sessions never line up behind a waiting request
+/// of ours (a queued ACCESS EXCLUSIVE request blocks every newcomer, readers
+/// included). The TOAST relations are locked here, not left to the ALTER:
+/// a wait there would fail with PostgreSQL's bare "canceling statement due
+/// to lock timeout", naming nothing. Fails with 55P03 after `timeout` (all
+/// of them together), naming the relation and what holds it.
 fn lock(rel: &Rel, timeout: Duration) -> Duration {
     let start = Instant::now();
+    let what = format!("{} {}", rel.kind.as_str(), rel.qualified);
+    lock_oid(rel.oid, &what, start, timeout);
+    for (oid, part) in toast_of(rel.oid) {
+        lock_oid(oid, &format!("the TOAST {part} of {what}"), start, timeout);
+    }
+    start.elapsed()
+}
+
+/// The TOAST table and TOAST index of a relation, if it has them.
+fn toast_of(oid: pg_sys::Oid) -> Vec<(pg_sys::Oid, &'static str)> {
+    Spi::connect(|c| {
+        c.select(
+            "SELECT t.oid, 'table' FROM pg_catalog.pg_class c JOIN pg_catalog.pg_class t ON t.oid = c.reltoastrelid
+              WHERE c.oid = $1
+             UNION ALL
+             SELECT i.indexrelid, 'index' FROM pg_catalog.pg_class c JOIN pg_catalog.pg_index i ON i.indrelid = c.reltoastrelid
+              WHERE c.oid = $1",
+            None,
+            &[oid.into()],
+        )?
+        .map(|r| {
+            let part = if r.get::<String>(2)?.as_deref() == Some("index") { "index" } else { "table" };
+            Ok((r.get::<pg_sys::Oid>(1)?.expect("oid"), part))
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the catalog"))
+    .or_raise()
+}
+
+/// ACCESS EXCLUSIVE on one relation, retried until `timeout` after `start`
+/// (the wait for all of a relation's locks together).
+fn lock_oid(oid: pg_sys::Oid, what: &str, start: Instant, timeout: Duration) {
     loop {
         // SAFETY: a plain lock-manager call from the backend's thread.
         if unsafe {
-            pg_sys::ConditionalLockRelationOid(
-                rel.oid,
-                pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE,
-            )
+            pg_sys::ConditionalLockRelationOid(oid, pg_sys::AccessExclusiveLock as pg_sys::LOCKMODE)
         } {
-            return start.elapsed();
+            return;
         }
         if start.elapsed() >= timeout {
-            let holders = Spi::get_one_with_args::<String>(
-                "SELECT string_agg(DISTINCT pid::text, ', ') FROM pg_catalog.pg_locks
-                  WHERE locktype = 'relation' AND relation = $1 AND granted AND pid <> pg_catalog.pg_backend_pid()
-                    AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
-                &[rel.oid.into()],
-            )
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| "none any more".into());
+            let holders = Spi::get_one_with_args::<String>(HOLDERS, &[oid.into()])
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "no session any more (it let go as storlab gave up)".into());
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
                 format!(
-                    "could not lock {} {} within lock_timeout ({} ms): another session is using it",
-                    rel.kind.as_str(),
-                    rel.qualified,
+                    "could not lock {what} within lock_timeout ({} ms): another session is using it",
                     timeout.as_millis()
                 ),
-                format!("Blocking backend pid(s): {holders}. Nothing was moved.")
+                format!("Held by: {holders}. Nothing was moved.")
             );
         }
         pg_sys::check_for_interrupts!();
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// Who holds a lock on a relation: backends by pid, and prepared
+/// transactions (which have no backend: a lock of theirs lasts until
+/// someone runs COMMIT PREPARED or ROLLBACK PREPARED) by gid, owner and
+/// the time they were prepared.
+const HOLDERS: &str = "
+    SELECT pg_catalog.string_agg(DISTINCT CASE
+             WHEN l.pid IS NOT NULL THEN pg_catalog.format('backend pid %s', l.pid)
+             ELSE pg_catalog.format('prepared transaction %L (owner %s, prepared at %s)', p.gid, p.owner, p.prepared)
+           END, ', ')
+      FROM pg_catalog.pg_locks l
+      -- a prepared transaction's locks belong to a dummy process with no
+      -- pid: its own transaction id lock, under the same virtual
+      -- transaction, tells which prepared transaction it is
+      LEFT JOIN pg_catalog.pg_locks x ON l.pid IS NULL AND x.locktype = 'transactionid'
+                                     AND x.virtualtransaction = l.virtualtransaction
+      LEFT JOIN pg_catalog.pg_prepared_xacts p ON p.transaction = x.transactionid
+     WHERE l.locktype = 'relation' AND l.relation = $1 AND l.granted
+       AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
+       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())";
 
 pub type RelocationRow = PgHeapTuple<'static, AllocatedByRust>;
 
