@@ -73,10 +73,22 @@ pub fn statement(kind: Kind, quoted_relation: &str, quoted_tablespace: &str) -> 
 /// index's table: while an index is locked, every query planned on its table
 /// waits (the planner locks all of a table's indexes, not only those it
 /// uses), and so does every writer to the table (writes update every index).
-pub fn note(kind: Kind, relation: &str, table: Option<&str>, bytes: i64) -> String {
+/// `call_bytes` is what the whole call copies: a call is one transaction, so
+/// each lock, taken when its relation's turn comes, is held until the call
+/// ends, not only for that relation's own copy (a reader of the first of
+/// three partitions waits for all three).
+pub fn note(kind: Kind, relation: &str, table: Option<&str>, bytes: i64, call_bytes: i64) -> String {
+    let until = format!(
+        "until the call's transaction ends (the call copies {} in all)",
+        human_bytes(call_bytes)
+    );
     if !kind.has_storage() {
+        let blocked = match (kind, table) {
+            (Kind::PartitionedIndex, Some(table)) => format!("every query planned on {table} waits"),
+            _ => format!("every query on {relation} and its partitions waits"),
+        };
         return format!(
-            "sets the default tablespace for future partitions of {relation}; copies nothing"
+            "copies nothing (sets the tablespace of future partitions of {relation}), but holds ACCESS EXCLUSIVE on it {until}: {blocked}"
         );
     }
     let what = match (kind, table) {
@@ -86,7 +98,7 @@ pub fn note(kind: Kind, relation: &str, table: Option<&str>, bytes: i64) -> Stri
         _ => "every reader and writer of it waits".to_string(),
     };
     format!(
-        "holds ACCESS EXCLUSIVE on {relation} for the whole copy of {}: {what}",
+        "holds ACCESS EXCLUSIVE on {relation} from its copy of {} {until}: {what}",
         human_bytes(bytes)
     )
 }
@@ -215,14 +227,20 @@ mod tests {
 
     #[test]
     fn notes_warn_about_the_lock_and_say_the_size() {
-        let n = note(Kind::Table, "public.t", None, 3 * 1024 * 1024);
-        assert!(
-            n.contains("ACCESS EXCLUSIVE") && n.contains("3.0 MB"),
-            "{n}"
+        let mb = 1024 * 1024;
+        let n = note(Kind::Table, "public.t", None, 3 * mb, 9 * mb);
+        assert_eq!(
+            n,
+            "holds ACCESS EXCLUSIVE on public.t from its copy of 3.0 MB until the call's transaction ends (the call copies 9.0 MB in all): every reader and writer of it waits"
         );
-        assert!(note(Kind::PartitionedTable, "public.p", None, 0).contains("copies nothing"));
+        // a partitioned parent copies nothing, yet blocks every query on the tree for the whole call
+        let p = note(Kind::PartitionedTable, "public.p", None, 0, 9 * mb);
+        assert_eq!(
+            p,
+            "copies nothing (sets the tablespace of future partitions of public.p), but holds ACCESS EXCLUSIVE on it until the call's transaction ends (the call copies 9.0 MB in all): every query on public.p and its partitions waits"
+        );
         // an index blocks its whole table, not only the queries that use it
-        let i = note(Kind::Index, "public.t_v", Some("public.t"), 8192);
+        let i = note(Kind::Index, "public.t_v", Some("public.t"), 8192, 8192);
         assert!(
             i.contains("every query planned on public.t and every writer to it"),
             "{i}"

@@ -6,12 +6,14 @@ SELECT EXISTS (SELECT FROM pg_prepared_xacts WHERE gid = 'tap_holder') AS left_p
 ROLLBACK PREPARED 'tap_holder';
 \endif
 DROP TABLE IF EXISTS tap_squeezy, tap_busy, "Tap ""Odd"" Table", tap_orphan, tap_toasty;
+DROP TABLE IF EXISTS tap_lost;
 DROP TABLESPACE IF EXISTS tap_gone;
+DROP TABLESPACE IF EXISTS tap_lost_ts;
 DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(40);
+SELECT plan(46);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -280,6 +282,53 @@ SELECT is((SELECT t.spcname::text FROM pg_class c JOIN pg_tablespace t ON t.oid 
           'its TOAST table with it');
 ROLLBACK;
 DROP TABLE tap_toasty;
+
+-- What the plan says: each lock is held until the call's transaction ends,
+-- not only for its own copy; a partitioned parent copies nothing but
+-- blocks every query on its tree meanwhile; moving a logged relation onto
+-- storage a reboot empties (tmpfs) says so.
+BEGIN;
+CREATE TABLE tap_tree (id int, at date) PARTITION BY RANGE (at);
+CREATE TABLE tap_tree_1 PARTITION OF tap_tree FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
+CREATE TABLE tap_tree_2 PARTITION OF tap_tree FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
+CREATE TEMP TABLE plan AS SELECT * FROM storlab.move('tap_tree', 'lab_ram', dry_run => true);
+SELECT alike((SELECT note FROM plan WHERE relation_name = 'public.tap_tree'),
+             'copies nothing (sets the tablespace of future partitions of public.tap_tree), but holds ACCESS EXCLUSIVE on it until the call''s transaction ends (the call copies % in all): every query on public.tap_tree and its partitions waits%',
+             'the partitioned parent''s row: it copies nothing, yet blocks every query on the tree for the whole call');
+SELECT alike((SELECT note FROM plan WHERE relation_name = 'public.tap_tree_1'),
+             'holds ACCESS EXCLUSIVE on public.tap_tree_1 from its copy of % until the call''s transaction ends (the call copies % in all)%',
+             'a partition''s lock lasts until the call ends, not only for its own copy');
+SELECT alike((SELECT note FROM plan WHERE relation_name = 'public.tap_tree_1'),
+             '%; lab_ram is volatile storage (tmpfs %): a reboot loses this logged relation''s files%',
+             'and moving a logged relation onto tmpfs says a reboot loses it');
+ROLLBACK;
+
+-- Sizes are never a silent 0: a temporary table's files are found (their
+-- names carry the backend), and a relation whose files are gone has NULL
+-- sizes and a WARNING.
+BEGIN;
+CREATE TEMP TABLE tap_temp AS SELECT g AS id FROM generate_series(1, 10000) g;
+SELECT cmp_ok((SELECT logical_bytes FROM storlab.layout(pg_my_temp_schema()::regnamespace::name)
+                WHERE relation = 'tap_temp'::regclass), '>=', pg_relation_size('tap_temp'),
+              'a temporary table''s size is found (its file is t<backend>_<relfilenode>)');
+ROLLBACK;
+SET allow_in_place_tablespaces = on;
+CREATE TABLESPACE tap_lost_ts LOCATION '';
+CREATE TABLE tap_lost (id int) TABLESPACE tap_lost_ts;
+INSERT INTO tap_lost SELECT generate_series(1, 1000);
+CHECKPOINT;
+SELECT format('rm -f %s/%s', current_setting('data_directory'), pg_relation_filepath('tap_lost')) AS rm \gset
+COPY (SELECT 1) TO PROGRAM :'rm';
+BEGIN;
+SELECT is((SELECT (logical_bytes, allocated_bytes)::text FROM storlab.layout('public') WHERE relation = 'tap_lost'::regclass),
+          '(,)', 'a relation whose file is gone: layout() gives NULL sizes, not 0');
+SELECT is((SELECT bytes FROM storlab.move('tap_lost', 'lab_ram', dry_run => true)), NULL,
+          'and so does the dry run''s bytes to copy');
+ROLLBACK;
+SET client_min_messages = error;
+DROP TABLE tap_lost;
+DROP TABLESPACE tap_lost_ts;
+RESET client_min_messages;
 
 -- Hostile names, tablespace included: quoted everywhere, never executed.
 COMMIT;

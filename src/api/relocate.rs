@@ -110,8 +110,8 @@ fn layout(
         name!(kind, String),
         name!(parent, Option<RegClass>),
         name!(tablespace, Name),
-        name!(logical_bytes, i64),
-        name!(allocated_bytes, i64),
+        name!(logical_bytes, Option<i64>),
+        name!(allocated_bytes, Option<i64>),
     ),
 > {
     TableIterator::new(relocate::layout(schema_name))

@@ -144,6 +144,19 @@ struct Folder {
 
 impl RelationSizer {
     /// (logical bytes, allocated bytes) of the relation whose main fork is
+    /// `first`; None when that file is not there (a tmpfs tablespace after
+    /// a reboot, a folder that cannot be read): unknown, never 0, which
+    /// would read as "empty".
+    pub fn sizes(&mut self, first: &Path) -> Option<(u64, u64)> {
+        let (dir, base) = (first.parent()?, first.file_name()?);
+        let folder = self
+            .folders
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| Folder::list(dir));
+        folder.names.contains(base).then(|| self.bytes(first))
+    }
+
+    /// (logical bytes, allocated bytes) of the relation whose main fork is
     /// `first`, as relation_bytes() counts them.
     pub fn bytes(&mut self, first: &Path) -> (u64, u64) {
         let (Some(dir), Some(base)) = (first.parent(), first.file_name()) else {
@@ -365,6 +378,9 @@ mod tests {
             .write_all(&[1u8; 100])
             .unwrap();
         assert_eq!(sizer.bytes(&dir.join("700")).0, SEGMENT_BYTES + 100);
+        // a relation whose files are gone is unknown, not empty
+        assert_eq!(sizer.sizes(&dir.join("99999")), None);
+        assert_eq!(sizer.sizes(&dir.join("700")).map(|s| s.0), Some(SEGMENT_BYTES + 100));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

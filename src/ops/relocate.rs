@@ -36,6 +36,10 @@ struct Rel {
     owned: bool,
     /// An index's table (for what moving the index does to other sessions).
     table: Option<String>,
+    /// Permanent (relpersistence 'p'): a reboot of volatile storage loses it.
+    logged: bool,
+    /// Its main file is not where the catalog says: `bytes` is unknown.
+    files_missing: bool,
 }
 
 /// Columns and joins shared by every catalog query here. `tablespace` is
@@ -55,7 +59,8 @@ const REL_SELECT: &str = "
            (SELECT format('%I.%I', tn.nspname, tc.relname) FROM pg_catalog.pg_index ix
               JOIN pg_catalog.pg_class tc ON tc.oid = ix.indrelid
               JOIN pg_catalog.pg_namespace tn ON tn.oid = tc.relnamespace
-             WHERE ix.indexrelid = c.oid)
+             WHERE ix.indexrelid = c.oid),
+           c.relpersistence = 'p'
       FROM pg_catalog.pg_class c
       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       LEFT JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
@@ -78,6 +83,14 @@ fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec
                         return Ok(None);
                     };
                     let paths: Vec<Option<String>> = r.get(6)?.unwrap_or_default();
+                    // the main fork's first file must be there (a tmpfs
+                    // tablespace after a reboot has none): else the size is
+                    // unknown, not 0
+                    let files_missing = paths
+                        .first()
+                        .cloned()
+                        .flatten()
+                        .is_some_and(|p| !data.join(p).exists());
                     let bytes: u64 = paths
                         .into_iter()
                         .flatten()
@@ -91,6 +104,8 @@ fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec
                         bytes: bytes as i64,
                         owned: r.get(7)?.unwrap_or(false),
                         table: r.get(8)?,
+                        logged: r.get(9)?.unwrap_or(false),
+                        files_missing,
                     }))
                 })();
                 row.transpose()
@@ -335,6 +350,25 @@ fn execute(
     // target out of space fails mid-copy, and meanwhile every other writer
     // to that filesystem fails too.
     let space = space_after_steps(&steps);
+    let call_bytes: i64 = steps.iter().filter(|s| s.rel.kind.has_storage()).map(|s| s.rel.bytes).sum();
+    let volatile = volatile_targets(&steps);
+    if !dry_run {
+        for (ts, fs) in &volatile {
+            let onto: Vec<&str> = steps
+                .iter()
+                .filter(|s| &s.to == ts && s.rel.logged)
+                .map(|s| s.rel.qualified.as_str())
+                .collect();
+            if !onto.is_empty() {
+                warning!(
+                    "storlab: moving durable data onto volatile storage: {} is on {fs}, which a reboot empties; {} logged relation(s) go there ({}): after a reboot their files are gone and the database with them",
+                    ts,
+                    onto.len(),
+                    onto.join(", ")
+                );
+            }
+        }
+    }
     if !dry_run {
         for (s, after) in steps.iter().zip(&space) {
             if let Some((folder, after)) = after.as_ref().filter(|(_, a)| !a.fits()) {
@@ -434,7 +468,13 @@ fn execute(
                 )
             }
         };
-        let mut note = note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes);
+        let mut note = note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes, call_bytes);
+        if let Some(fs) = volatile.get(&s.to).filter(|_| rel.logged) {
+            note.push_str(&format!(
+                "; {} is volatile storage ({fs}): a reboot loses this logged relation's files",
+                s.to
+            ));
+        }
         if let (true, Some((_, a))) = (dry_run, &after) {
             // the plan says what the target has left once the call copied
             note.push_str(&format!(
@@ -452,6 +492,12 @@ fn execute(
                 }
             ));
         }
+        if rel.files_missing && dry_run {
+            warning!(
+                "storlab: the files of {} cannot be found: bytes to copy unknown (NULL), and the move itself would fail",
+                rel.qualified
+            );
+        }
         let args = vec![
             batch.into(),
             rel.oid.into(),
@@ -459,7 +505,7 @@ fn execute(
             rel.kind.as_str().into(),
             Name(rel.tablespace.clone()).into(),
             Name(s.to.clone()).into(),
-            rel.bytes.into(),
+            (!rel.files_missing).then_some(rel.bytes).into(),
             duration.into(),
             lock_wait.into(),
             wal.into(),
@@ -496,6 +542,25 @@ fn execute(
         set_lock_timeout(&old);
     }
     rows
+}
+
+/// The target tablespaces of the steps that are on storage a reboot
+/// empties (tmpfs, ramfs, zram), with their filesystem and device.
+fn volatile_targets(steps: &[Step]) -> std::collections::HashMap<String, String> {
+    let mut out = std::collections::HashMap::new();
+    let mut seen = std::collections::HashSet::new();
+    for s in steps {
+        if !seen.insert(s.to.clone()) {
+            continue;
+        }
+        let Ok(target) = resolve(&s.to) else { continue };
+        if let Ok(f) = crate::env::facts(&target.folder) {
+            if crate::env::is_volatile(&f.fs_type, &f.device) {
+                out.insert(s.to.clone(), format!("{} ({})", f.fs_type, f.device));
+            }
+        }
+    }
+    out
 }
 
 /// For each step that copies (a relation with storage), the target's
@@ -925,11 +990,12 @@ fn same_relation(oid: pg_sys::Oid, name: &str, kind: &str) -> Result<(), String>
 /// Every table, index, TOAST table and index, materialized view, partitioned
 /// table and index of one schema (or every user schema): where it lives and
 /// how much it holds, logically and on the filesystem.
-pub type LayoutRow = (RegClass, String, Option<RegClass>, Name, i64, i64);
+pub type LayoutRow = (RegClass, String, Option<RegClass>, Name, Option<i64>, Option<i64>);
 
 pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
     let data = data_dir();
     let mut sizer = allocation::RelationSizer::default();
+    let mut missing: Vec<String> = Vec::new();
     let rows = Spi::connect(|c| {
         c.select(
             "WITH owners AS (           -- user tables, partitioned tables, materialized views
@@ -950,10 +1016,13 @@ pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
              )
              -- each file's path as pg_relation_filepath() makes it, without
              -- its catalog lookup per relation (20 ms for 10 000 in a new
-             -- session): user relations are never mapped, never in pg_global
+             -- session): user relations are never mapped, never in pg_global;
+             -- a temporary relation's file names its backend (t3_16384),
+             -- which only pg_relation_filepath() knows
              SELECT m.oid, c.relkind::text, n.nspname LIKE 'pg\\_toast%', m.parent,
                     coalesce(t.spcname, d.spcname)::text,
                     CASE WHEN c.relfilenode = 0 THEN NULL
+                         WHEN c.relpersistence = 't' THEN pg_catalog.pg_relation_filepath(c.oid)
                          WHEN coalesce(t.oid, d.oid) = 1663 THEN 'base/' || $3 || '/' || c.relfilenode
                          ELSE 'pg_tblspc/' || coalesce(t.oid, d.oid) || '/' || $2 || '/' || $3 || '/' || c.relfilenode END
                FROM members m
@@ -977,20 +1046,37 @@ pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
             let kind = Kind::from_relkind(&relkind, r.get(3)?.unwrap_or(false)).expect("selected kinds");
             let path: Option<String> = r.get(6)?;
             // relation files are read straight from disk: sizes include what
-            // the filesystem really allocates, which SQL cannot see
-            let (logical, allocated) = path.map_or((0, 0), |p| sizer.bytes(&data.join(p)));
+            // the filesystem really allocates, which SQL cannot see; a
+            // relation without storage holds 0 bytes, one whose files are
+            // missing an unknown number (NULL, and a WARNING below)
+            let sizes = match &path {
+                None => Some((0, 0)),
+                Some(p) => sizer.sizes(&data.join(p)),
+            };
+            if sizes.is_none() {
+                missing.push(path.clone().unwrap_or_default());
+            }
+            let (logical, allocated) = (sizes.map(|s| s.0 as i64), sizes.map(|s| s.1 as i64));
             Ok((
                 RegClass(r.get(1)?.expect("oid")),
                 kind.as_str().to_string(),
                 r.get::<pg_sys::Oid>(4)?.map(RegClass),
                 Name(r.get(5)?.expect("tablespace")),
-                logical as i64,
-                allocated as i64,
+                logical,
+                allocated,
             ))
         })
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
     .map_err(spi("reading the catalog"))
     .or_raise();
+    if !missing.is_empty() {
+        warning!(
+            "storlab: the files of {} relation(s) cannot be found ({}{}): their sizes are NULL, not 0",
+            missing.len(),
+            missing.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            if missing.len() > 3 { ", ..." } else { "" }
+        );
+    }
     rows
 }
