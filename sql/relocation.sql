@@ -34,7 +34,7 @@ SELECT relation,
 -- A dry run returns the plan and changes nothing: one row per relation, with
 -- the statement, the bytes to copy, and what the statement does to others.
 SELECT relation_name, kind, from_tablespace, to_tablespace, bytes > 0 AS copies_data, statement,
-       note LIKE 'holds ACCESS EXCLUSIVE on % for the whole copy of %' AS warns_about_the_lock
+       note LIKE 'holds ACCESS EXCLUSIVE on % from its copy of % until the call''s transaction ends %' AS warns_about_the_lock
   FROM storlab.move('shop.orders', 'lab_ram', dry_run => true);
 SELECT count(*) AS relocations_recorded FROM storlab.relocations;
 -- bytes is what the statement copies: the relation's files with every fork,
@@ -45,8 +45,12 @@ SELECT relation_name, bytes = pg_table_size(relation) AS bytes_as_pg_table_size
 -- Moving an index blocks more than the queries that use it: while it is
 -- locked, every query planned on its table waits (the planner locks all of
 -- a table's indexes) and so does every writer (writes update them all).
--- The note also says what the target keeps free once the call copied.
-SELECT regexp_replace(regexp_replace(note, 'copy of [0-9.]+ \S+:', 'copy of (its size):'),
+-- A call is one transaction: each lock, taken when its relation's turn
+-- comes, lasts until the whole call ends. The note also says when the
+-- target is storage a reboot empties, and what it keeps free once the call
+-- copied.
+SELECT regexp_replace(regexp_replace(regexp_replace(note, 'copy of [0-9.]+ \S+ until', 'copy of (its size) until'),
+                                     'copies [0-9.]+ \S+ in all', 'copies (its size) in all'),
                       'has [0-9.]+ \S+ free now, [0-9.]+ \S+ after', 'has (free) free now, (free less the copy) after') AS note
   FROM storlab.move('shop.orders_placed', 'lab_ram', dry_run => true);
 
@@ -78,7 +82,7 @@ CREATE TABLE shop.events (at timestamptz NOT NULL, what text) PARTITION BY RANGE
 CREATE TABLE shop.events_2026_01 PARTITION OF shop.events FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
 CREATE TABLE shop.events_2026_02 PARTITION OF shop.events FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
 CREATE INDEX events_at ON shop.events (at);
-SELECT relation_name, kind, to_tablespace, note LIKE '%copies nothing' AS default_only
+SELECT relation_name, kind, to_tablespace, note LIKE 'copies nothing %' AS default_only
   FROM storlab.move('shop.events', 'lab_ram') ORDER BY id;
 CREATE TABLE shop.events_2026_03 PARTITION OF shop.events FOR VALUES FROM ('2026-03-01') TO ('2026-04-01');
 -- A foreign table in a partition tree has no storage here: a move leaves it

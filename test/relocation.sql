@@ -299,7 +299,7 @@ SELECT alike((SELECT note FROM plan WHERE relation_name = 'public.tap_tree_1'),
              'holds ACCESS EXCLUSIVE on public.tap_tree_1 from its copy of % until the call''s transaction ends (the call copies % in all)%',
              'a partition''s lock lasts until the call ends, not only for its own copy');
 SELECT alike((SELECT note FROM plan WHERE relation_name = 'public.tap_tree_1'),
-             '%; lab_ram is volatile storage (tmpfs %): a reboot loses this logged relation''s files%',
+             '%; lab_ram is volatile storage (tmpfs%): a reboot loses this logged relation''s files%',
              'and moving a logged relation onto tmpfs says a reboot loses it');
 ROLLBACK;
 

@@ -356,7 +356,7 @@ fn execute(
         for (ts, fs) in &volatile {
             let onto: Vec<&str> = steps
                 .iter()
-                .filter(|s| &s.to == ts && s.rel.logged)
+                .filter(|s| &s.to == ts && s.rel.logged && s.rel.kind.has_storage())
                 .map(|s| s.rel.qualified.as_str())
                 .collect();
             if !onto.is_empty() {
@@ -469,7 +469,7 @@ fn execute(
             }
         };
         let mut note = note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes, call_bytes);
-        if let Some(fs) = volatile.get(&s.to).filter(|_| rel.logged) {
+        if let Some(fs) = volatile.get(&s.to).filter(|_| rel.logged && rel.kind.has_storage()) {
             note.push_str(&format!(
                 "; {} is volatile storage ({fs}): a reboot loses this logged relation's files",
                 s.to
@@ -556,7 +556,12 @@ fn volatile_targets(steps: &[Step]) -> std::collections::HashMap<String, String>
         let Ok(target) = resolve(&s.to) else { continue };
         if let Ok(f) = crate::env::facts(&target.folder) {
             if crate::env::is_volatile(&f.fs_type, &f.device) {
-                out.insert(s.to.clone(), format!("{} ({})", f.fs_type, f.device));
+                let what = if f.device == f.fs_type {
+                    f.fs_type.clone()
+                } else {
+                    format!("{} on {}", f.fs_type, f.device)
+                };
+                out.insert(s.to.clone(), what);
             }
         }
     }
