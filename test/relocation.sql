@@ -6,14 +6,14 @@ SELECT EXISTS (SELECT FROM pg_prepared_xacts WHERE gid = 'tap_holder') AS left_p
 ROLLBACK PREPARED 'tap_holder';
 \endif
 DROP TABLE IF EXISTS tap_squeezy, tap_busy, "Tap ""Odd"" Table", tap_orphan, tap_toasty;
-DROP TABLE IF EXISTS tap_lost;
+DROP TABLE IF EXISTS tap_lost, tap_lineage, tap_excl;
 DROP TABLESPACE IF EXISTS tap_gone;
 DROP TABLESPACE IF EXISTS tap_lost_ts;
 DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(46);
+SELECT plan(53);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -329,6 +329,51 @@ SET client_min_messages = error;
 DROP TABLE tap_lost;
 DROP TABLESPACE tap_lost_ts;
 RESET client_min_messages;
+
+-- History follows an index through storlab's online rebuild, which gives
+-- it a new oid (REINDEX CONCURRENTLY): moved by move(), then online,
+-- restore_layout brings it back to where it was before both.
+CREATE TABLE tap_lineage (id int PRIMARY KEY, v int);
+CREATE INDEX tap_lineage_v ON tap_lineage (v);
+SELECT clock_timestamp() AS t_lineage \gset
+SELECT 'tap_lineage_v'::regclass::oid AS v_oid \gset
+SELECT count(*) FROM storlab.move('tap_lineage_v', 'lab_disk');
+SELECT storlab.move_indexes_online('tap_lineage', 'lab_ram') AS lineage_job \gset
+CALL storlab.wait(:lineage_job);
+BEGIN;
+SELECT isnt('tap_lineage_v'::regclass::oid, :'v_oid'::oid, 'the online move rebuilt the index under a new oid');
+SELECT is((SELECT previous_relation FROM storlab.relocations WHERE batch_id = (SELECT max(batch_id) FROM storlab.relocations)
+              AND relation_name = 'public.tap_lineage_v'), :'v_oid'::oid,
+          'its history row names the oid it had before');
+SELECT is((SELECT string_agg(relation_name || ': ' || from_tablespace || ' -> ' || to_tablespace, ', ' ORDER BY relation_name)
+             FROM storlab.restore_layout(:'t_lineage')),
+          'public.tap_lineage_pkey: lab_ram -> pg_default, public.tap_lineage_v: lab_ram -> pg_default',
+          'restore_layout brings both indexes back to where they were before both moves');
+ROLLBACK;
+DROP TABLE tap_lineage;
+
+-- What REINDEX CONCURRENTLY cannot do is refused or said at the call,
+-- before anything runs: a temporary table (the job is another session),
+-- an index that backs an exclusion constraint.
+CREATE TEMP TABLE tap_tmp (id int PRIMARY KEY);
+SELECT throws_ok($$SELECT storlab.move_indexes_online('tap_tmp', 'lab_ram')$$, '22023',
+                 format('%I.tap_tmp is a temporary table: only the session that made it can rebuild its indexes, and the online move runs in a session of its own',
+                        pg_my_temp_schema()::regnamespace::text),
+                 'a temporary table: 22023 at the call');
+DROP TABLE tap_tmp;
+CREATE TABLE tap_excl (during int4range, EXCLUDE USING gist (during WITH &&));
+SELECT throws_like($$SELECT storlab.move_indexes_online('tap_excl', 'lab_ram')$$,
+                   'nothing of public.tap_excl can move online: public.tap_excl_during_excl backs an exclusion constraint%',
+                   'a table whose only index backs an exclusion constraint: 22023 naming it');
+ALTER TABLE tap_excl ADD COLUMN id int PRIMARY KEY;
+SELECT storlab.move_indexes_online('tap_excl', 'lab_ram') AS excl_job \gset
+CALL storlab.wait(:excl_job);
+SELECT is((SELECT string_agg(relation::regclass || ' in ' || tablespace, ', ' ORDER BY relation::regclass::text)
+             FROM storlab.layout('public') WHERE relation::regclass::text LIKE 'tap_excl_%'),
+          'tap_excl_during_excl in pg_default, tap_excl_pkey in lab_ram',
+          'with another index, the others move online and the exclusion index stays (a NOTICE at the call says why)');
+SELECT is((SELECT status FROM storlab.jobs WHERE id = :excl_job), 'done', 'and the job finishes, nothing half-done');
+DROP TABLE tap_excl;
 
 -- Hostile names, tablespace included: quoted everywhere, never executed.
 COMMIT;

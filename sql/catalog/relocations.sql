@@ -19,7 +19,10 @@ CREATE TABLE storlab.relocations (
     label             text,
     note              text,                  -- what the statement does to other sessions
     system_identifier bigint      NOT NULL,
-    hostname          text        NOT NULL
+    hostname          text        NOT NULL,
+    -- an online rebuild (REINDEX CONCURRENTLY) gives the index a new oid:
+    -- the oid it had before, so that history follows the index
+    previous_relation oid
 );
 
 CREATE INDEX relocations_moved_at ON storlab.relocations (moved_at);

@@ -169,6 +169,41 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
         )
         .raise();
     }
+    // What the job (another session, REINDEX CONCURRENTLY) cannot do is
+    // refused or said here, before anything runs.
+    let (temporary, stays, movable) = Spi::get_three_with_args::<bool, String, i64>(
+        "SELECT c.relpersistence = 't',
+                (SELECT pg_catalog.string_agg(pg_catalog.format('%I.%I', n.nspname, ic.relname), ', ' ORDER BY ic.relname)
+                   FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+                   JOIN pg_catalog.pg_namespace n ON n.oid = ic.relnamespace
+                  WHERE i.indrelid = c.oid
+                    AND EXISTS (SELECT FROM pg_catalog.pg_constraint x WHERE x.conindid = i.indexrelid AND x.contype = 'x')),
+                (SELECT pg_catalog.count(*) FROM pg_catalog.pg_index i
+                  WHERE i.indrelid = c.oid
+                    AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint x WHERE x.conindid = i.indexrelid AND x.contype = 'x'))
+           FROM pg_catalog.pg_class c WHERE c.oid = $1",
+        &[relation.0.into()],
+    )
+    .map_err(spi("reading the catalog"))
+    .or_raise();
+    if temporary == Some(true) {
+        invalid(format!(
+            "{name} is a temporary table: only the session that made it can rebuild its indexes, and the online move runs in a session of its own"
+        ))
+        .with_hint("storlab.move() moves it within this session.")
+        .raise();
+    }
+    if let Some(stays) = stays {
+        let why = "REINDEX CONCURRENTLY cannot rebuild an index that backs an exclusion constraint";
+        if movable == Some(0) {
+            invalid(format!("nothing of {name} can move online: {stays} backs an exclusion constraint, and {why}"))
+                .with_hint("storlab.move() moves such an index, under ACCESS EXCLUSIVE.")
+                .raise();
+        }
+        notice!(
+            "storlab: {stays} stays where it is: {why}; the other indexes of {name} move online (storlab.move() moves it, under ACCESS EXCLUSIVE)"
+        );
+    }
     jobs::start(JobSpec::MoveIndexes(MoveIndexes {
         relation: u32::from(relation.0),
         relation_name: name,

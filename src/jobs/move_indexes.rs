@@ -38,6 +38,11 @@ struct Planned {
     name: String,
     from: String,
     bytes: i64,
+    /// the index's oid before the rebuild gives it a new one (history
+    /// follows it through `previous_relation`); absent in plans stored by
+    /// 0.5.0
+    #[serde(default)]
+    oid: Option<i64>,
 }
 
 const NOTE: &str = "rebuilt concurrently: writes went on, with brief locks at start and end";
@@ -143,13 +148,15 @@ fn indexes_elsewhere(relation: i64, to: &str) -> Vec<Planned> {
         Spi::connect(|c| {
             c.select(
                 "SELECT format('%I.%I', n.nspname, c.relname), coalesce(t.spcname, d.spcname)::text,
-                        pg_relation_size(c.oid)
+                        pg_relation_size(c.oid), c.oid::int8
                    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
                    JOIN pg_namespace n ON n.oid = c.relnamespace
                    LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
                   CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
                                WHERE db.datname = current_database()) d
                   WHERE i.indrelid = $1::oid AND i.indisvalid AND coalesce(t.spcname, d.spcname) <> $2
+                    -- REINDEX CONCURRENTLY refuses these (the call said so)
+                    AND NOT EXISTS (SELECT FROM pg_constraint x WHERE x.conindid = i.indexrelid AND x.contype = 'x')
                   ORDER BY c.relname",
                 None,
                 &[relation.into(), Name(to.to_string()).into()],
@@ -159,6 +166,7 @@ fn indexes_elsewhere(relation: i64, to: &str) -> Vec<Planned> {
                     name: r.get(1)?.unwrap_or_default(),
                     from: r.get(2)?.unwrap_or_default(),
                     bytes: r.get(3)?.unwrap_or(0),
+                    oid: r.get(4)?,
                 })
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
@@ -217,9 +225,9 @@ fn record(
         Spi::run_with_args(
             "INSERT INTO storlab.relocations (batch_id, relation, relation_name, kind, from_tablespace, to_tablespace,
                  bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at, label, note,
-                 system_identifier, hostname)
+                 system_identifier, hostname, previous_relation)
              VALUES ($1, $2::oid, $3, 'index', $4, $5, $6, $7, NULL, $8, $9, $10, pg_catalog.clock_timestamp(),
-                     'move_indexes_online', $11, $12, $13)",
+                     'move_indexes_online', $11, $12, $13, $14::oid)",
             &[
                 plan.batch.into(),
                 oid.into(),
@@ -234,6 +242,7 @@ fn record(
                 note.into(),
                 system_identifier().into(),
                 hostname().into(),
+                index.oid.into(),
             ],
         )
     });

@@ -518,7 +518,7 @@ fn execute(
         ];
         let query = if dry_run {
             // The plan: the same row, not stored (no id, batch or time).
-            "SELECT ROW(NULL, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, NULL, $12, $13, $14, $15)::storlab.relocations"
+            "SELECT ROW(NULL, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, NULL, $12, $13, $14, $15, NULL)::storlab.relocations"
         } else {
             "INSERT INTO storlab.relocations AS r (batch_id, relation, relation_name, kind, from_tablespace,
                  to_tablespace, bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at,
@@ -821,12 +821,12 @@ pub fn apply_pgbench_placement(
 pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<RelocationRow> {
     // the first move of the restored batches tells where each relation was at `at`
     let wanted = history(
-        "SELECT DISTINCT ON (r.relation) r.relation, r.relation_name, r.kind, r.from_tablespace::text
+        "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text
            FROM storlab.relocations r
           WHERE r.system_identifier = $2
             AND r.batch_id IN (SELECT b.batch_id FROM storlab.relocations b WHERE b.system_identifier = $2
                                 GROUP BY b.batch_id HAVING min(b.moved_at) >= $1)
-          ORDER BY r.relation, r.moved_at, r.id",
+          ORDER BY r.moved_at, r.id",
         vec![at.into(), system_identifier().into()],
     );
     let label = format!("restore_layout since {at}");
@@ -840,10 +840,10 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
 /// first), or one the caller does not own, refuses the call.
 pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
     let wanted = history(
-        "SELECT DISTINCT ON (r.relation) r.relation, r.relation_name, r.kind, r.from_tablespace::text
+        "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text
            FROM storlab.relocations r
           WHERE r.batch_id = $1 AND r.system_identifier = $2
-          ORDER BY r.relation, r.moved_at, r.id",
+          ORDER BY r.moved_at, r.id",
         vec![batch.into(), system_identifier().into()],
     );
     if wanted.is_empty() {
@@ -854,18 +854,22 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
         .with_hint("storlab.relocations lists each move with its batch_id.")
         .raise();
     }
-    let later = as_owner(|| {
-        Spi::get_one_with_args::<String>(
-            "SELECT pg_catalog.string_agg(pg_catalog.format('%s (batch %s)', l.relation_name, l.batch_id), ', ' ORDER BY l.id)
-               FROM storlab.relocations l
-              WHERE l.system_identifier = $2 AND l.batch_id > $1
-                AND l.relation IN (SELECT r.relation FROM storlab.relocations r WHERE r.batch_id = $1)",
-            &[batch.into(), system_identifier().into()],
-        )
-        .map_err(spi("reading storlab.relocations"))
-        .or_raise()
-    });
-    if let Some(later) = later {
+    // moved again by a later batch: the same relation, followed through
+    // online rebuilds (which give an index a new oid)
+    let mine: std::collections::HashSet<pg_sys::Oid> = wanted.iter().map(|w| w.0).collect();
+    let later: Vec<String> = history_rows(
+        "SELECT r.relation, pg_catalog.format('%s (batch %s)', r.relation_name, r.batch_id), r.kind, r.to_tablespace::text
+           FROM storlab.relocations r
+          WHERE r.batch_id > $1 AND r.system_identifier = $2
+          ORDER BY r.moved_at, r.id",
+        vec![batch.into(), system_identifier().into()],
+    )
+    .into_iter()
+    .filter(|w| mine.contains(&w.0))
+    .map(|w| w.1)
+    .collect();
+    if !later.is_empty() {
+        let later = later.join(", ");
         Error::new(
             SqlState::ObjectNotInPrerequisiteState,
             format!("cannot undo relocation batch {batch}: its relations were moved again since: {later}"),
@@ -879,7 +883,59 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
 /// (relation, name as moved, kind, tablespace to go back to), read as the owner.
 type Wanted = (pg_sys::Oid, String, String, String);
 
+/// The relations a history query returns (in its order: moved_at, id), each
+/// once, at its first row: where it was before the first of those moves.
+/// A relation is followed through storlab's online rebuilds, which give an
+/// index a new oid (`previous_relation`): rows under its earlier oids count
+/// as its own, under the oid it has now.
 fn history(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Wanted> {
+    let mut seen = std::collections::HashSet::new();
+    history_rows(query, args)
+        .into_iter()
+        .filter(|w| seen.insert(w.0))
+        .collect()
+}
+
+/// The rows of a history query, each relation under the oid it has now.
+fn history_rows(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Wanted> {
+    let next = rebuilt_as();
+    let now = |mut oid: pg_sys::Oid| {
+        // a chain of rebuilds, newest last (bounded: no cycle can hold us)
+        for _ in 0..next.len() {
+            match next.get(&oid) {
+                Some(&n) => oid = n,
+                None => break,
+            }
+        }
+        oid
+    };
+    raw_history(query, args)
+        .into_iter()
+        .map(|(oid, name, kind, ts)| (now(oid), name, kind, ts))
+        .collect()
+}
+
+/// Online rebuilds on this server: the oid an index had before each, to the
+/// oid it got.
+fn rebuilt_as() -> std::collections::HashMap<pg_sys::Oid, pg_sys::Oid> {
+    as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT r.previous_relation, r.relation FROM storlab.relocations r
+                  WHERE r.previous_relation IS NOT NULL AND r.system_identifier = $1
+                  ORDER BY r.id",
+                None,
+                &[system_identifier().into()],
+            )?
+            .map(|r| Ok((r.get::<pg_sys::Oid>(1)?.expect("oid"), r.get::<pg_sys::Oid>(2)?.expect("oid"))))
+            .collect::<Result<std::collections::HashMap<_, _>, pgrx::spi::Error>>()
+        })
+        .map_err(spi("reading storlab.relocations"))
+        .or_raise()
+    })
+}
+
+fn raw_history(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Wanted> {
     as_owner(|| {
         Spi::connect(|c| {
             c.select(query, None, &args)?
