@@ -145,6 +145,19 @@ pub fn space_after(moves: &[(u64, u64, u64)], reserve: u64) -> Vec<SpaceAfter> {
         .collect()
 }
 
+/// The duration psql's `\timing` printed for the statement it ran
+/// ("Time: 1234.567 ms (00:01.235)"), in seconds: the statement's own
+/// time, where the job's clock would count its polling too.
+pub fn psql_timing_s(stdout: &str) -> Option<f64> {
+    stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Time: "))
+        .filter_map(|t| t.split_once(" ms"))
+        .filter_map(|(ms, _)| ms.trim().parse::<f64>().ok())
+        .last()
+        .map(|ms| ms / 1000.0)
+}
+
 pub fn human_bytes(bytes: i64) -> String {
     const UNITS: [&str; 5] = ["bytes", "kB", "MB", "GB", "TB"];
     let mut v = bytes as f64;
@@ -181,6 +194,13 @@ mod tests {
         let after = space_after(&[(7, 64 * mb, 104 * mb)], 0);
         assert_eq!(after[0].left(), -40 * mb as i64);
         assert!(!after[0].fits());
+    }
+
+    #[test]
+    fn psql_timing_is_read_in_seconds() {
+        assert_eq!(psql_timing_s("Time: 12.500 ms\n"), Some(0.0125));
+        assert_eq!(psql_timing_s("REINDEX\nTime: 1234.567 ms (00:01.235)\n"), Some(1.234567));
+        assert_eq!(psql_timing_s("Timing is on.\nREINDEX\n"), None);
     }
 
     #[test]

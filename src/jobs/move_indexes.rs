@@ -18,7 +18,7 @@ use std::path::Path;
 use pgrx::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::run::{connection, psql, store_detail, wal_position, JobEnd};
+use super::run::{connection, psql, psql_commands, store_detail, JobEnd};
 use super::{as_caller, bookkeeping, Job};
 use crate::ops::server::{hostname, system_identifier};
 use crate::pgbench::Connection;
@@ -61,28 +61,132 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
     };
     store_detail(job, serde_json::json!({ "plan": plan }));
     let quoted_ts = quote_ident(&r.tablespace);
+    // the REINDEX's own session, found by name when it must be cancelled
+    let tag = format!("storlab job {} (online index move)", job.id);
     for index in &plan.indexes {
         let sql = reindex(&quoted_ts, index);
-        let wal0 = wal_position();
-        let t0 = std::time::Instant::now();
-        if let Err(e) = psql(job, &conn, &sql, dir) {
-            drop_invalid_leftovers(job, &conn, relation, dir);
-            return Err(e);
-        }
-        let duration = t0.elapsed().as_secs_f64();
-        let wal = wal0.zip(wal_position()).map(|(a, b)| b - a);
+        let wal0 = statement_wal(&sql);
+        let out = with_env("PGAPPNAME", &tag, || {
+            psql_commands(job, &conn, &["\\timing on", &sql], dir)
+        });
+        let stdout = match out {
+            Ok(stdout) => stdout,
+            Err(e) => {
+                // psql is gone (stopped, or failed), but its backend may not
+                // be: a REINDEX CONCURRENTLY waiting for an old transaction
+                // would go on holding SHARE UPDATE EXCLUSIVE, its invalid
+                // copy kept up to date by every write. Cancel it by pid,
+                // then drop the copy.
+                cancel_backends(&tag);
+                let dropped = drop_invalid_leftovers(job, &conn, relation, dir);
+                let left = invalid_leftovers(relation);
+                return Err(match (e, left.is_empty()) {
+                    (e, true) => e,
+                    (JobEnd::Stopped(why), false) => JobEnd::Stopped(format!(
+                        "{why}; the rebuild's session was cancelled, {dropped} invalid copy dropped, but {} could not be dropped yet (a transaction holds a lock on the table): DROP INDEX CONCURRENTLY it, or move this table's indexes again, which drops it first",
+                        left.join(", ")
+                    )),
+                    (e, false) => e,
+                });
+            }
+        };
+        let wal = statement_wal(&sql).zip(wal0).map(|(b, a)| b - a);
+        let note = if wal.is_some() {
+            NOTE.to_string()
+        } else {
+            format!("{NOTE}; its WAL is not known here (pg_stat_statements, which counts a statement's own WAL, is not loaded in this database)")
+        };
         record(
             job,
             &plan,
             index,
             &r.tablespace,
-            Some(duration),
+            crate::relocate::psql_timing_s(&stdout),
             wal,
             &sql,
-            NOTE,
+            &note,
         );
     }
     Ok(())
+}
+
+/// Runs `f` with an environment variable set for the child programs it
+/// starts (the worker is single-threaded; only its children read it).
+fn with_env<T>(name: &str, value: &str, f: impl FnOnce() -> T) -> T {
+    // SAFETY: the worker is single-threaded; only its children read this
+    unsafe { std::env::set_var(name, value) };
+    let out = f();
+    // SAFETY: as above
+    unsafe { std::env::remove_var(name) };
+    out
+}
+
+/// Cancels the job's own client sessions still running a statement (by pid,
+/// found by their application_name), as the job's role, which started them;
+/// then waits up to two seconds for them to be done.
+fn cancel_backends(tag: &str) {
+    let busy = || {
+        as_caller(|| {
+            Spi::get_one_with_args::<i64>(
+                "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity
+                  WHERE application_name = $1 AND state <> 'idle' AND pid <> pg_catalog.pg_backend_pid()",
+                &[tag.into()],
+            )
+        })
+        .unwrap_or(0)
+    };
+    as_caller(|| {
+        Spi::get_one_with_args::<i64>(
+            "SELECT pg_catalog.count(pg_catalog.pg_cancel_backend(pid)) FROM pg_catalog.pg_stat_activity
+              WHERE application_name = $1 AND state <> 'idle' AND pid <> pg_catalog.pg_backend_pid()",
+            &[tag.into()],
+        )
+    });
+    let start = std::time::Instant::now();
+    while busy() > 0 && start.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The WAL statements of exactly this text have written so far, as
+/// pg_stat_statements counts it (a statement's own WAL, not the server's);
+/// None where pg_stat_statements is not loaded in this database.
+fn statement_wal(sql: &str) -> Option<i64> {
+    let schema = bookkeeping(|| {
+        Spi::get_one::<String>(
+            "SELECT (SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e
+                       JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+                      WHERE e.extname = 'pg_stat_statements'
+                        AND pg_catalog.current_setting('shared_preload_libraries') ~ '(^|[ ,])pg_stat_statements($|[ ,])')",
+        )
+    })?;
+    as_caller(|| {
+        Spi::get_one_with_args::<i64>(
+            &format!(
+                "SELECT coalesce(pg_catalog.sum(s.wal_bytes), 0)::int8 FROM {schema}.pg_stat_statements s
+                  WHERE s.query = $1 AND s.dbid = (SELECT d.oid FROM pg_catalog.pg_database d
+                                                    WHERE d.datname = pg_catalog.current_database())"
+            ),
+            &[sql.into()],
+        )
+    })
+}
+
+/// The table's invalid index copies left by an interrupted rebuild.
+fn invalid_leftovers(relation: i64) -> Vec<String> {
+    as_caller(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
+                   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                  WHERE i.indrelid = $1::oid AND NOT i.indisvalid AND c.relname ~ '_cc(new|old)[0-9]*$'",
+                None,
+                &[relation.into()],
+            )?
+            .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    })
 }
 
 /// After a crash restart: drops the invalid copies the interrupted rebuild
@@ -254,29 +358,21 @@ fn record(
 /// role, which owns the table or could not have rebuilt its indexes.
 /// Returns how many it dropped.
 fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Path) -> usize {
-    let leftovers: Vec<String> = as_caller(|| {
-        Spi::connect(|c| {
-            c.select(
-                "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
-                   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                  WHERE i.indrelid = $1::oid AND NOT i.indisvalid AND c.relname ~ '_cc(new|old)[0-9]*$'",
-                None,
-                &[relation.into()],
-            )?
-            .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
-            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
-        })
-    });
-    leftovers
-        .iter()
-        .filter(|name| {
-            psql(
-                job,
-                conn,
-                &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
-                dir,
-            )
-            .is_ok()
-        })
-        .count()
+    // DROP INDEX CONCURRENTLY waits for every transaction holding a lock on
+    // the table: bounded, so that a cancel is done within seconds even
+    // then (the copy is then left, and said to be)
+    with_env("PGOPTIONS", "-c lock_timeout=2s", || {
+        invalid_leftovers(relation)
+            .iter()
+            .filter(|name| {
+                psql(
+                    job,
+                    conn,
+                    &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
+                    dir,
+                )
+                .is_ok()
+            })
+            .count()
+    })
 }

@@ -562,6 +562,12 @@ pub(super) fn store_detail(job: &Job, detail: serde_json::Value) {
 /// Statements that must run at top level (REINDEX ... CONCURRENTLY cannot run
 /// in a transaction block, so not through SPI) go over a client connection.
 pub(super) fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Result<String, JobEnd> {
+    psql_commands(job, conn, &[sql], dir)
+}
+
+/// psql with several `-c` commands in one session, each a statement or one
+/// backslash command (`\timing on` before a statement prints its duration).
+pub(super) fn psql_commands(job: &Job, conn: &Connection, commands: &[&str], dir: &Path) -> Result<String, JobEnd> {
     let psql = pgbench_path().with_file_name("psql");
     let mut args: Vec<std::ffi::OsString> = vec![
         "-X".into(),
@@ -580,18 +586,14 @@ pub(super) fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Resul
     }
     // spelled as a connection string, so that a database name is never taken for one
     args.push(format!("--dbname=dbname={}", conninfo_quote(&conn.dbname)).into());
-    args.push("-c".into());
-    args.push(sql.into());
+    for c in commands {
+        args.push("-c".into());
+        args.push(c.into());
+    }
     run_program(job, &psql, &args, dir, Duration::from_secs(24 * 3600)).map(|o| o.stdout)
 }
 
 /// A value in a libpq connection string: single-quoted, \ and ' escaped.
 fn conninfo_quote(v: &str) -> String {
     format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
-}
-
-pub(super) fn wal_position() -> Option<i64> {
-    as_caller(|| {
-        Spi::get_one::<i64>("SELECT (pg_catalog.pg_current_wal_insert_lsn() - '0/0')::int8")
-    })
 }

@@ -456,11 +456,14 @@ fn execute(
                     .saturating_sub(waited)
                     .max(Duration::from_millis(1));
                 set_lock_timeout(&format!("{}ms", left.as_millis().max(1)));
-                // SAFETY: reads the WAL insert position; no lock needed for our use.
-                let wal0 = unsafe { pg_sys::GetXLogInsertRecPtr() };
+                // the WAL this backend wrote for the ALTER (its own counter,
+                // as EXPLAIN (WAL) reads it), not the server's insert
+                // position, which counts every other session's WAL too
+                // SAFETY: a plain read of this backend's own counter.
+                let wal0 = unsafe { pg_sys::pgWalUsage.wal_bytes };
                 let t0 = Instant::now();
                 Spi::run(&sql).map_err(spi(&sql)).or_raise();
-                let wal1 = unsafe { pg_sys::GetXLogInsertRecPtr() };
+                let wal1 = unsafe { pg_sys::pgWalUsage.wal_bytes };
                 (
                     Some(t0.elapsed().as_secs_f64()),
                     Some(waited.as_secs_f64()),
