@@ -6,14 +6,14 @@ SELECT EXISTS (SELECT FROM pg_prepared_xacts WHERE gid = 'tap_holder') AS left_p
 ROLLBACK PREPARED 'tap_holder';
 \endif
 DROP TABLE IF EXISTS tap_squeezy, tap_busy, "Tap ""Odd"" Table", tap_orphan, tap_toasty;
-DROP TABLE IF EXISTS tap_lost, tap_lineage, tap_excl;
+DROP TABLE IF EXISTS tap_lost, tap_lineage, tap_excl, tap_walmove, tap_walnoise;
 DROP TABLESPACE IF EXISTS tap_gone;
 DROP TABLESPACE IF EXISTS tap_lost_ts;
 DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(53);
+SELECT plan(54);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -329,6 +329,23 @@ SET client_min_messages = error;
 DROP TABLE tap_lost;
 DROP TABLESPACE tap_lost_ts;
 RESET client_min_messages;
+
+-- wal_bytes is the WAL the move itself wrote (this backend's own), not the
+-- server's: another session writing meanwhile does not count.
+CREATE TABLE tap_walmove AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 300000) g;
+CREATE TABLE tap_walnoise (id int, v text);
+SELECT dblink_connect('noise', format('host=%s port=%s dbname=%s', split_part(current_setting('unix_socket_directories'), ',', 1),
+                                      current_setting('port'), current_database()));
+SELECT dblink_send_query('noise', $$INSERT INTO tap_walnoise SELECT g, md5(g::text) FROM generate_series(1, 3000000) g$$);
+SELECT pg_sleep(0.3);
+BEGIN;
+CREATE TEMP TABLE walmove AS SELECT * FROM storlab.move('tap_walmove', 'lab_disk');
+SELECT cmp_ok((SELECT wal_bytes::numeric FROM walmove), '<', (SELECT bytes * 1.1 + 65536 FROM walmove),
+              'a move records the WAL it wrote (about its copy), not what another session wrote meanwhile');
+ROLLBACK;
+SELECT * FROM dblink_get_result('noise') AS r(x text);
+SELECT dblink_disconnect('noise');
+DROP TABLE tap_walmove, tap_walnoise;
 
 -- History follows an index through storlab's online rebuild, which gives
 -- it a new oid (REINDEX CONCURRENTLY): moved by move(), then online,
