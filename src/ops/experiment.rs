@@ -21,8 +21,27 @@ use crate::request::job::JobSpec;
 /// Checks the experiment against the catalog, starts its job and records
 /// it; returns its id (the job's).
 pub fn start(mut e: Experiment) -> i64 {
+    // a part a layout omits has one stated place for every run of it
+    let default_tablespace = Spi::get_one::<String>(
+        "SELECT t.spcname::text FROM pg_catalog.pg_database d
+           JOIN pg_catalog.pg_tablespace t ON t.oid = d.dattablespace
+          WHERE d.datname = pg_catalog.current_database()",
+    )
+    .map_err(spi("reading the database's default tablespace"))
+    .or_raise()
+    .unwrap_or_else(|| "pg_default".into());
+    let filled = e.resolve_omitted_parts(&default_tablespace);
     for layout in &e.layouts {
         check_placement(&layout.name, &layout.placement);
+    }
+    for r in filled {
+        pgrx::notice!(
+            "storlab: layout \"{}\" names no tablespace for its {}: every run of it has them in {}, {}",
+            r.layout,
+            r.part,
+            r.tablespace,
+            r.from
+        );
     }
     e.run = jobs::checkpoint_option(e.run.clone());
     let baseline = e.layouts[0].name.clone();
