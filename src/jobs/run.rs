@@ -503,7 +503,14 @@ pub(super) fn bench(
     let declared: Vec<String> = expected
         .map(|e| e.settings.iter().map(|(n, _)| n.clone()).collect())
         .unwrap_or_default();
-    let settings = session_settings(job, &dir.join("settings"), pgoptions, &declared)?;
+    // psql connects as pgbench will: when it cannot, pgbench fails next,
+    // and the job's error is pgbench's own
+    let (settings, settings_error) =
+        match session_settings(job, &dir.join("settings"), pgoptions, &declared) {
+            Ok(s) => (s, None),
+            Err(JobEnd::Failed(why)) => (serde_json::Value::Null, Some(why)),
+            Err(e) => return Err(e),
+        };
     let start = observe(&schema);
     bookkeeping(|| {
         Spi::run_with_args(
@@ -514,7 +521,7 @@ pub(super) fn bench(
                                ORDER BY c.relname)
                              FROM storlab.layout($4) l JOIN pg_catalog.pg_class c ON c.oid = l.relation
                             WHERE c.relname ~ '^(pgbench_|storlab_bench_append)'),
-                 settings = $5, observed = jsonb_build_object('start', $6::jsonb)
+                 settings = nullif($5, 'null'::jsonb), observed = jsonb_build_object('start', $6::jsonb)
               WHERE id = $1",
             &[
                 run_id.into(),
@@ -561,12 +568,19 @@ pub(super) fn bench(
     let after = counters(&schema);
     let statements_after = statements();
     let end = observe(&schema);
-    let invalid = disagreement(
+    let mut invalid = disagreement(
         expected.unwrap_or(&Expected::default()),
         &start,
         &end,
         &settings,
     );
+    if let Some(why) = settings_error {
+        let unread = format!("the settings of its sessions could not be read ({why})");
+        invalid = Some(match invalid {
+            Some(more) => format!("{unread}; {more}"),
+            None => unread,
+        });
+    }
     let observed = serde_json::json!({ "start": start, "end": end });
 
     let summary = pgbench::parse_summary(&stdout)

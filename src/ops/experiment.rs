@@ -34,15 +34,6 @@ pub fn start(mut e: Experiment) -> i64 {
     for layout in &e.layouts {
         check_placement(&layout.name, &layout.placement);
     }
-    for r in filled {
-        pgrx::notice!(
-            "storlab: layout \"{}\" names no tablespace for its {}: every run of it has them in {}, {}",
-            r.layout,
-            r.part,
-            r.tablespace,
-            r.from
-        );
-    }
     e.run = jobs::checkpoint_option(e.run.clone());
     let baseline = e.layouts[0].name.clone();
     if e.layouts.len() > 1 {
@@ -56,6 +47,16 @@ pub fn start(mut e: Experiment) -> i64 {
     let name = e.name.clone();
     let steps_total = e.steps().len() as i32;
     let id = jobs::start(JobSpec::Experiment(e));
+    // said once the experiment is started (not before a refusal)
+    for r in filled {
+        pgrx::notice!(
+            "storlab: layout \"{}\" names no tablespace for its {}: every run of it has them in {}, {}",
+            r.layout,
+            r.part,
+            r.tablespace,
+            r.from
+        );
+    }
     as_owner(|| {
         Spi::run_with_args(
             "INSERT INTO storlab.experiment_records (id, name, steps_total, current_action, system_identifier, hostname)
