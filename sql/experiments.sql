@@ -42,9 +42,10 @@ INSERT INTO storlab.experiment_records (id, name, steps_total, system_identifier
 VALUES (9001, 'known figures', 20, 0, 'regress');
 INSERT INTO storlab.bench_runs (id, job_id, experiment_id, experiment_layout, fillfactor, repetition, warmup,
                                 script, clients, jobs, duration_s, tps, transactions, server_wal_bytes,
-                                system_identifier, hostname)
+                                system_identifier, hostname, invalid)
 SELECT 9100 + row_number() OVER (), 9001, 9001, layout, ff, rep, warmup,
-       'tpcb-like', 8, 2, 10, tps, tx, wal, 0, 'regress'
+       'tpcb-like', 8, 2, 10, tps, tx, wal, 0, 'regress',
+       CASE WHEN ff = 50 THEN 'at its start pgbench_accounts had fillfactor 50, the cell''s is 100' END
   FROM (VALUES ('base', 100, 1, false, 100.0, 1000, 100000),
                ('fast', 100, 1, false, 120.0, 1200, 100000),
                ('fast', 100, 2, false, 125.0, 1250, 100000),
@@ -55,7 +56,8 @@ SELECT 9100 + row_number() OVER (), 9001, 9001, layout, ff, rep, warmup,
                ('base',  70, 1, false, 200.0, 2000, 300000),
                ('fast',  70, 1, false, 190.0, 1900, 200000),
                ('fast',  70, 2, false, 210.0, 2100, 200000),
-               ('fast',  70, 3, false, NULL,  NULL, NULL)     -- a failed run: no figures
+               ('fast',  70, 3, false, NULL,  NULL, NULL),    -- a failed run: no figures
+               ('fast',  50, 3, false, 900.0, 9000, 100000)   -- its observations disagree: left out, and named
        ) AS v(layout, ff, rep, warmup, tps, tx, wal);
 INSERT INTO storlab.experiment_sizes (experiment_id, fillfactor, layout, relation_name, kind, tablespace,
                                       logical_bytes, allocated_bytes, stored_bytes)
@@ -76,7 +78,9 @@ VALUES (9001, 100, 'base', 'pgbench_accounts', 'table', 'lab_disk', 1000, 1000, 
 -- invented); fast's mean 200 equals it (0 %). WAL per transaction is the
 -- runs' WAL over their transactions (base at 100: 300000 / 3150 = 95.2),
 -- the warm-up and the failed run left out. A stored size is known only
--- when it is known for every relation.
+-- when it is known for every relation. A run whose observations disagree
+-- with its cell (bench_runs.invalid: here someone set pgbench_accounts'
+-- fillfactor to 50 before it ran) is left out, and a NOTICE names it.
 SELECT layout, fillfactor AS ff, clients, runs,
        round(tps_mean::numeric, 4) AS mean, round(tps_stddev::numeric, 4) AS sd,
        round(tps_ci95_low::numeric, 4) AS ci_low, round(tps_ci95_high::numeric, 4) AS ci_high,

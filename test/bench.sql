@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(37);
+SELECT plan(39);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -162,6 +162,16 @@ SELECT throws_ok($$SELECT storlab.bench_start('select-only', 1, 1, '1 s')$$, '55
 SELECT throws_like($$SELECT storlab.bench_start('select-only', 1, 1, '1 s')$$,
                    '%pgbench_accounts has no primary key%', 'saying what is missing');
 ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid);
+
+-- Every table pgbench's scripts use must be there: without pgbench_history
+-- (where tpcb-like inserts) a run is refused with 42P01, naming it.
+BEGIN;
+DROP TABLE pgbench_history;
+SELECT throws_ok($$SELECT storlab.bench_start('tpcb-like', 1, 1, '1 s')$$, '42P01', NULL,
+                 'a run without pgbench_history is refused (42P01)');
+SELECT throws_like($$SELECT storlab.bench_start('tpcb-like', 1, 1, '1 s')$$,
+                   '%pgbench_history missing%', 'naming the missing table');
+ROLLBACK;
 
 -- A job that fails in its worker keeps its error's SQLSTATE, and CALL
 -- storlab.wait raises the error with it: here the run's tables lose their

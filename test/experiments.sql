@@ -6,7 +6,7 @@
 -- No BEGIN: the job's worker sees only what is committed.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(31);
+SELECT plan(50);
 
 -- Waits (up to 60 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -52,6 +52,12 @@ SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {}}', clients => 
 SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {}}', fillfactors => '{101}')$$, '22023', NULL, 'fillfactor > 100: 22023');
 SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {}}', duration => '2 days')$$, '22023', NULL,
                  'a duration beyond storlab.max_bench_duration: 22023');
+-- pgbench's sessions get the settings through PGOPTIONS, whose words libpq
+-- splits at white space: a tab or newline in a value is refused at the call
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"settings": {"application_name": "x\t-c\tsynchronous_commit=off"}}}')$$,
+                 '22023', NULL, 'a tab in a setting''s value: 22023');
+SELECT throws_like($$SELECT storlab.experiment_start('x', '{"a": {"settings": {"application_name": "x\ny"}}}')$$,
+                   '%setting application_name contains a control character (U+000A)%', 'a newline too, saying so');
 SELECT is((SELECT count(*) FROM storlab.job_records), (SELECT n FROM jobs_before), 'nothing was started');
 SELECT throws_ok($$SELECT storlab.experiment_resume(424242)$$, '42704', NULL, 'resuming what does not exist: 42704');
 
@@ -123,5 +129,66 @@ SELECT ok((SELECT improvement_pct = 0 AND p_value IS NULL FROM storlab.experimen
       AND (SELECT p_value BETWEEN 0 AND 1 AND tps_ci95_low < tps_mean AND tps_mean < tps_ci95_high
              FROM storlab.experiment_report(:exp) WHERE layout = 'ram-indexes'),
           'the baseline is 0 %, the other has a p-value and an interval around its mean');
+
+-- A layout that omits a part has it where the baseline puts it, for every
+-- run: B's tables stay on lab_disk (A's), whichever layout ran before it
+-- (C puts them on lab_ram). The stored layouts say so; every run's
+-- observations (pg_class at its start and end) agree; the settings stored
+-- are those pgbench's sessions ran with.
+SELECT storlab.experiment_start('partial',
+  '[{"name": "A", "tables": "lab_disk", "indexes": "lab_disk"},
+    {"name": "B", "indexes": "lab_ram", "settings": {"synchronous_commit": "off", "work_mem": "64MB"}},
+    {"name": "C", "tables": "lab_ram", "indexes": "lab_ram"}]',
+  clients => '{1}', jobs => 1, duration => '1 s', repetitions => 2, warmup => '0', scale => 1) AS part \gset
+SELECT is((SELECT args->'layouts'->1->'placement'->>'tables' FROM storlab.experiments WHERE id = :part), 'lab_disk',
+          'B''s omitted tables are stored as the baseline''s tablespace');
+SELECT is(pg_temp.final_status(:part), 'done', 'the experiment with a partial layout finishes');
+SELECT is((SELECT array_agg(DISTINCT (observed->'start'->'tables'->>'pgbench_accounts') || '/' ||
+                                     (observed->'end'->'tables'->>'pgbench_accounts'))
+             FROM storlab.bench_runs WHERE experiment_id = :part AND experiment_layout = 'B' AND NOT warmup),
+          ARRAY['lab_disk/lab_disk'], 'each run of B had its tables on lab_disk at its start and end');
+SELECT is((SELECT count(*)::int FROM storlab.bench_runs WHERE experiment_id = :part AND tps IS NOT NULL AND invalid IS NULL), 6,
+          'all six runs agree with their layout');
+SELECT is((SELECT array_agg(DISTINCT experiment_layout || ': ' || (settings->>'synchronous_commit') || ' ' || (settings->>'work_mem')
+                           ORDER BY experiment_layout || ': ' || (settings->>'synchronous_commit') || ' ' || (settings->>'work_mem'))
+             FROM storlab.bench_runs WHERE experiment_id = :part),
+          ARRAY['A: ' || current_setting('synchronous_commit') || ' ' || current_setting('work_mem'), 'B: off 64MB',
+                'C: ' || current_setting('synchronous_commit') || ' ' || current_setting('work_mem')],
+          'each run stores the settings its pgbench sessions ran with');
+
+-- Runs whose observations disagree with their cell are marked invalid and
+-- left out of the report: here pgbench_accounts' fillfactor changes while
+-- the first run measures.
+SELECT storlab.experiment_start('ff',
+  '[{"name": "disk", "tables": "lab_disk", "indexes": "lab_disk"}, {"name": "ram", "indexes": "lab_ram"}]',
+  script => 'select-only', clients => '{1}', jobs => 1, duration => '2 s', repetitions => 2, warmup => '0', scale => 1) AS ff \gset
+SELECT alike(pg_temp.wait_action(:ff, 'repetition 1/2, layout disk, clients 1: measured run'),
+             '%: measured run', 'the first run measures');
+SELECT pg_sleep(0.5);
+ALTER TABLE pgbench_accounts SET (fillfactor = 50);
+SELECT is(pg_temp.final_status(:ff), 'done', 'the experiment finishes');
+SELECT is((SELECT count(*)::int FROM storlab.bench_runs WHERE experiment_id = :ff AND NOT warmup AND tps IS NOT NULL
+              AND invalid LIKE '%fillfactor 50%'), 4, 'its four runs are marked invalid, naming the fillfactor');
+SELECT alike((SELECT invalid FROM storlab.bench_runs WHERE experiment_id = :ff AND NOT warmup ORDER BY id LIMIT 1),
+             '%changed from 100 to 50 while it ran%', 'the first says it changed while it ran');
+SELECT alike((SELECT current_action FROM storlab.experiments WHERE id = :ff),
+             'done: 4 measured runs (4 in this session), 4 of them invalid%', 'the job says so');
+SELECT is((SELECT sum(runs)::int FROM storlab.experiment_report(:ff)), 0, 'and the report pools none of them');
+ALTER TABLE pgbench_accounts RESET (fillfactor);
+
+-- Without pgbench_history the tables are not whole: a resumed experiment
+-- makes them again (pgbench -i) and finishes.
+SELECT storlab.experiment_start('history',
+  '[{"name": "disk", "tables": "lab_disk", "indexes": "lab_disk"}]',
+  script => 'select-only', clients => '{1}', jobs => 1, duration => '1 s', repetitions => 2, warmup => '0', scale => 1) AS hist \gset
+SELECT alike(pg_temp.wait_action(:hist, 'repetition 1/2, layout disk, clients 1: measured run'),
+             '%: measured run', 'an experiment measures');
+SELECT ok(storlab.cancel(:hist), 'and is cancelled');
+SELECT is(pg_temp.final_status(:hist), 'cancelled', 'it ends cancelled');
+DROP TABLE pgbench_history;
+SELECT is(storlab.experiment_resume(:hist), :hist::bigint, 'resumed after pgbench_history was dropped');
+SELECT is(pg_temp.final_status(:hist) || coalesce(': ' || (SELECT error FROM storlab.experiments WHERE id = :hist), ''),
+          'done', 'it makes the tables again and finishes');
+SELECT ok(to_regclass('pgbench_history') IS NOT NULL, 'pgbench_history is back');
 
 SELECT * FROM finish();

@@ -8,7 +8,11 @@
 #   2. SIGKILL of a job's worker mid-benchmark: after the automatic restart
 #      the job reads failed with a reason, no pgbench survives, no job folder
 #      or scratch file remains, pgbench's rows are all there and amcheck
-#      passes on every index;
+#      passes on every index; mid-experiment: the experiment says where it
+#      stopped, the run that was measuring gets an end and an invalid mark,
+#      and keeps them when the experiment is resumed;
+#   2a. a job whose creating transaction stays open two minutes: its worker
+#      waits for the COMMIT, and the job runs after it;
 #   3. SIGKILL of a backend mid-probe: no scratch file and no probe row;
 #      mid-move: the table and storlab.relocations agree, every row there;
 #      mid-move_indexes_online (the REINDEX CONCURRENTLY's backend): the
@@ -26,7 +30,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-PG_BIN=/usr/lib/postgresql/15/bin
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+export PG_BIN
 export STORLAB_LAB_DIR=${STORLAB_FAULTS_LAB_DIR:-/var/tmp/storlab-faults}
 export STORLAB_LAB_PORT=${STORLAB_FAULTS_LAB_PORT:-54369}
 DATA=$STORLAB_LAB_DIR/data
@@ -82,7 +87,7 @@ unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
 
-echo "1..34"
+echo "1..42"
 
 # 1. DROP EXTENSION mid-job
 sql -d postgres -c "CREATE DATABASE faults_drop" >/dev/null
@@ -123,6 +128,53 @@ sleep 1
 is "$(pgbench_processes)" 0 "no pgbench survives its worker"
 is "$(debris)" 0 "no job folder remains (the postmaster cleared the temp folders)"
 pgbench_whole "SIGKILL of the worker"
+
+# 2b. SIGKILL of an experiment's worker while a run measures
+exp=$(sql -d "$DB" -c "SET client_min_messages = warning" -c "SELECT storlab.experiment_start('faults',
+  '[{\"name\": \"disk\", \"tables\": \"lab_disk\", \"indexes\": \"lab_disk\"}]',
+  'select-only', '{1}', 1, '20 s', 1, '0 s', 1)")
+until_true "$DB" "SELECT current_action LIKE '%measured run' FROM storlab.experiment_records WHERE id = $exp" >/dev/null
+for ((i = 0; i < 100; i++)); do [[ $(pgbench_processes) -gt 0 ]] && break; sleep 0.1; done
+pid=$(sql -d "$DB" -c "SELECT worker_pid FROM storlab.jobs WHERE id = $exp")
+kill -KILL "$pid"
+sleep 1
+restart_settled
+is "$(sql -d "$DB" -c "SELECT status || ': ' || current_action FROM storlab.experiments WHERE id = $exp")" \
+  "failed: failed at step 3 of 3 (repetition 1/1, layout disk, clients 1: measured run): its worker exited before finishing it; pgbench's relations are placed as layout disk" \
+  "SIGKILL of an experiment's worker: the experiment says where it stopped, not that it runs"
+sql -d "$DB" -c "SELECT storlab.job_status($exp)" >/dev/null
+is "$(sql -d "$DB" -c "SELECT count(*) FILTER (WHERE finished_at IS NOT NULL AND invalid LIKE 'its job''s worker exited before the run finished%')
+                         || '/' || count(*) FROM storlab.bench_runs WHERE experiment_id = $exp")" "1/1" \
+  "the run it measured has an end, and is marked invalid, saying why"
+is "$(sql -d "$DB" -c "SELECT current_action LIKE 'failed at step 3 of 3 %its worker exited%' FROM storlab.experiment_records WHERE id = $exp")" t \
+  "and the stored experiment row says where it stopped"
+killed_end=$(sql -d "$DB" -c "SELECT finished_at FROM storlab.bench_runs WHERE experiment_id = $exp")
+sql -d "$DB" -c "SELECT storlab.experiment_resume($exp)" >/dev/null
+until_true "$DB" "SELECT status IN ('done', 'failed', 'cancelled') FROM storlab.experiments WHERE id = $exp" >/dev/null
+is "$(sql -d "$DB" -c "SELECT status FROM storlab.experiments WHERE id = $exp")" done "resumed, the experiment finishes"
+is "$(sql -d "$DB" -c "SELECT finished_at = '$killed_end' FROM storlab.bench_runs WHERE experiment_id = $exp AND tps IS NULL")" t \
+  "the killed run keeps its own end, not the resumed job's"
+is "$(sql -d "$DB" -c "SELECT count(*) FROM storlab.experiment_report($exp) WHERE runs = 1")" 1 \
+  "and the report pools the resumed run only"
+
+# 2a. a job whose creating transaction stays open for two minutes: its
+# worker waits for the COMMIT (storlab.jobs does not take it for dead), and
+# the job runs after it; waited for at once, it ends done
+late_out=$(mktemp)
+sql -d "$DB" >"$late_out" 2>&1 <<'EOF' &
+BEGIN;
+SELECT storlab.bench_start('select-only', 1, 1, '1 s') AS late \gset
+SELECT pg_sleep(125);
+COMMIT;
+CALL storlab.wait(:late);
+SELECT 'late job: ' || status || coalesce(': ' || error, '') FROM storlab.jobs WHERE id = :late;
+EOF
+late_pid=$!
+sleep 70
+is "$(job_workers)" 1 "70 s into the creating transaction, the job's worker still waits for it"
+wait "$late_pid"
+is "$(grep '^late job' "$late_out")" "late job: done" "after the COMMIT the job runs, and CALL storlab.wait sees it done"
+rm -f "$late_out"
 
 # 3. SIGKILL of a backend mid-probe
 before=$(sql -d "$DB" -c "SELECT count(*) FROM storlab.probes")

@@ -44,6 +44,7 @@ INSERT INTO vals VALUES
   ('interval', 4, $$'1 microsecond'$$), ('interval', 5, $$'1000 years'$$),
   ('jsonb', 0, $$'{}'$$), ('jsonb', 1, 'NULL'), ('jsonb', 2, $$'[]'$$), ('jsonb', 3, $$'"x"'$$),
   ('jsonb', 4, $$'{"a": {"tables": "no_such_thing"}}'$$), ('jsonb', 5, $$'{"a": {"settings": {"x": [1]}}, "rate": -1}'$$),
+  ('jsonb', 6, $$'{"a": {"settings": {"application_name": "x\t-c\tsynchronous_commit=off"}}}'$$),
   ('integer[]', 0, $$'{1}'$$), ('integer[]', 1, 'NULL'), ('integer[]', 2, $$'{}'$$), ('integer[]', 3, $$'{NULL}'$$),
   ('integer[]', 4, $$'{-1}'$$), ('integer[]', 5, $$'{2147483647}'$$),
   ('bigint[]', 0, $$'{0}'$$), ('bigint[]', 1, 'NULL'), ('bigint[]', 2, $$'{}'$$), ('bigint[]', 3, $$'{NULL}'$$),

@@ -36,17 +36,37 @@ CREATE TABLE storlab.experiment_sizes (
 ALTER TABLE storlab.bench_runs
   ADD CONSTRAINT bench_runs_experiment_id_fkey FOREIGN KEY (experiment_id)
       REFERENCES storlab.experiment_records (id) ON DELETE CASCADE;
+
+-- What a run observed, beside what it was asked to do: where each of
+-- pgbench's relations was and pgbench_accounts' fillfactor, at its start and
+-- at its end ({"start": {"tables": {relation: tablespace}, "indexes": {...},
+-- "fillfactor": n}, "end": {...}}, from pg_class). `settings` holds what its
+-- pgbench sessions ran with. `invalid` says why a run's observations disagree
+-- with each other or with its experiment's layout and fillfactor (NULL: they
+-- agree); experiment_report() pools only runs without one and names the
+-- others.
+ALTER TABLE storlab.bench_runs
+  ADD COLUMN observed jsonb,
+  ADD COLUMN invalid  text;
 CREATE INDEX bench_runs_experiment_id_idx ON storlab.bench_runs (experiment_id) WHERE experiment_id IS NOT NULL;
 
 SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_records', '');
 SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_sizes', '');
 
 -- Experiments as a person follows them: the job's status (a dead worker
--- shows as failed at once, as in storlab.jobs) and where the work stands.
+-- shows as failed at once, as in storlab.jobs) and where the work stands
+-- (for a dead worker, where it stopped, as the stored row will say once
+-- storlab notices: ops::jobs::sweep_dead_jobs).
 CREATE VIEW storlab.experiments AS
-SELECT e.id, e.name, j.status, j.args, e.current_step, e.steps_total, e.current_action,
+SELECT e.id, e.name, j.status, j.args, e.current_step, e.steps_total,
+       CASE WHEN j.status = 'failed' AND r.status IN ('queued', 'running', 'cancelling')
+            THEN format('failed at step %s of %s (%s): its worker exited before finishing it; pgbench''s relations are placed as %s',
+                        e.current_step + 1, e.steps_total, coalesce(e.current_action, 'starting'),
+                        coalesce('layout ' || e.layout_applied, 'pgbench -i left them'))
+            ELSE e.current_action END AS current_action,
        j.started_at, j.finished_at, j.error, e.system_identifier, e.hostname,
        e.layout_applied, j.role, e.created_at
   FROM storlab.experiment_records e
-  JOIN storlab.jobs j ON j.id = e.id;
+  JOIN storlab.jobs j ON j.id = e.id
+  JOIN storlab.job_records r ON r.id = e.id;
 COMMENT ON VIEW storlab.experiments IS 'Every storlab experiment: its status, progress and where its relations were left';

@@ -126,6 +126,7 @@ fn experiment_report(
 > {
     let id = required(experiment_id, "experiment_id");
     let e = experiment_of(id);
+    say_left_out(id, &e);
     let runs = stored_runs(id);
     let sizes = stored_sizes(id);
 
@@ -221,7 +222,7 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
             "SELECT experiment_layout, fillfactor, clients, tps, histogram,
                     coalesce(server_wal_bytes, 0)::float8, coalesce(transactions, 0)
                FROM storlab.bench_runs
-              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL
+              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL
               ORDER BY id",
             None,
             &[id.into()],
@@ -252,6 +253,39 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
         r.transactions += transactions;
     }
     out
+}
+
+/// Names, in a NOTICE, the measured runs the report does not pool: those
+/// whose observations disagree with their layout (`bench_runs.invalid`),
+/// and any whose fillfactor is none of the experiment's.
+fn say_left_out(id: i64, e: &Experiment) {
+    let rows = Spi::connect(|c| {
+        c.select(
+            "SELECT pg_catalog.format('run %s (layout %s, repetition %s, clients %s): %s', id, experiment_layout,
+                                      repetition, clients,
+                                      coalesce(invalid, pg_catalog.format('fillfactor %s is none of the experiment''s', fillfactor)))
+               FROM storlab.bench_runs
+              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL
+                AND (invalid IS NOT NULL OR fillfactor IS NULL OR fillfactor OPERATOR(pg_catalog.<>) ALL ($2))
+              ORDER BY id",
+            None,
+            &[id.into(), e.fillfactors.clone().into()],
+        )?
+        .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's runs"))
+    .or_raise();
+    if !rows.is_empty() {
+        pgrx::notice!(
+            "storlab: experiment {id}: {} measured run{} left out of the report, since what {} observed disagrees with {} layout: {}",
+            rows.len(),
+            if rows.len() == 1 { " is" } else { "s are" },
+            if rows.len() == 1 { "it" } else { "they" },
+            if rows.len() == 1 { "its" } else { "their" },
+            rows.join("; ")
+        );
+    }
 }
 
 /// Sizes summed over pgbench's relations, per (layout, fillfactor); the

@@ -24,7 +24,8 @@ use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::pgbench::scripts::quote_ident;
 use crate::request::bench::BenchInit;
-use crate::request::experiment::{pgoptions, Experiment, Step};
+use crate::report::experiment::Expected;
+use crate::request::experiment::{pgoptions, session_settings, Experiment, Step};
 use crate::sqltypes::Name;
 
 /// What is already stored for the experiment (a resumed one has some).
@@ -84,7 +85,7 @@ fn done(job: &Job) -> Done {
             let runs = c
                 .select(
                     "SELECT fillfactor, repetition, experiment_layout, clients FROM storlab.bench_runs
-                      WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL",
+                      WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL",
                     None,
                     &[job.id.into()],
                 )?
@@ -155,10 +156,10 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 record_sizes(job, fillfactor, &e.layouts[layout].name)?;
             }
             Step::Run {
+                fillfactor,
                 repetition,
                 layout,
                 clients,
-                ..
             } => {
                 place(job, e, step, i, layout)?;
                 progress(job, i, &e.describe(step, "VACUUM ANALYZE"));
@@ -169,6 +170,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 }
                 let name = &e.layouts[layout].name;
                 let options = pgoptions(&e.layouts[layout].placement);
+                let expected = expected(e, layout, fillfactor);
                 if e.warmup_s > 0 {
                     progress(job, i, &e.describe(step, "warm-up run"));
                     one_run(
@@ -180,6 +182,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                         true,
                         dir,
                         options.as_deref(),
+                        &expected,
                     )?;
                 }
                 progress(job, i, &e.describe(step, "measured run"));
@@ -192,6 +195,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                     false,
                     dir,
                     options.as_deref(),
+                    &expected,
                 )?;
                 measured += 1;
             }
@@ -199,12 +203,57 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
         progress(job, i + 1, &e.describe(step, "done"));
     }
     let total = done.runs.len() + measured;
+    let invalid = invalid_runs(job);
+    let left_out = match invalid {
+        0 => String::new(),
+        n => format!(
+            ", {n} of them invalid (their observations disagree with their layout: bench_runs.invalid says why), left out of the report"
+        ),
+    };
     progress(
         job,
         steps.len(),
-        &format!("done: {total} measured runs ({measured} in this session); storlab.experiment_report({}) compares them", job.id),
+        &format!("done: {total} measured runs ({measured} in this session){left_out}; storlab.experiment_report({}) compares them", job.id),
     );
     Ok(())
+}
+
+/// The measured runs of the experiment whose observations disagree with
+/// their layout.
+fn invalid_runs(job: &Job) -> i64 {
+    bookkeeping(|| {
+        Spi::get_one_with_args::<i64>(
+            "SELECT pg_catalog.count(*) FROM storlab.bench_runs
+              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NOT NULL",
+            &[job.id.into()],
+        )
+    })
+    .unwrap_or(0)
+}
+
+/// What a run of this cell must observe: the layout's tablespaces (every
+/// part stated since the experiment was started), the cell's fillfactor,
+/// and each of the layout's settings as the server spells its value (read
+/// with set_config in a transaction that keeps nothing).
+fn expected(e: &Experiment, layout: usize, fillfactor: i32) -> Expected {
+    let p = &e.layouts[layout].placement;
+    let mut settings = Vec::new();
+    for (name, value) in session_settings(p) {
+        let spelled = as_caller(|| {
+            Spi::get_one_with_args::<String>(
+                "SELECT pg_catalog.set_config($1, $2, true)",
+                &[name.clone().into(), value.clone().into()],
+            )
+        })
+        .unwrap_or(value);
+        settings.push((name.to_lowercase(), spelled));
+    }
+    Expected {
+        tables: p.tables.clone(),
+        indexes: p.indexes.clone(),
+        fillfactor: Some(fillfactor),
+        settings,
+    }
 }
 
 fn progress(job: &Job, step: usize, action: &str) {
@@ -294,6 +343,7 @@ fn one_run(
     warmup: bool,
     dir: &Path,
     pgoptions: Option<&str>,
+    expected: &Expected,
 ) -> Result<(), JobEnd> {
     let mut r = e.run(clients, if warmup { e.warmup_s } else { e.duration_s });
     let options = r.options.to_json();
@@ -329,6 +379,7 @@ fn one_run(
         &r,
         &dir.join(format!("run_{run_id}")),
         pgoptions,
+        Some(expected),
     )
 }
 

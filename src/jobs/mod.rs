@@ -264,11 +264,15 @@ struct Row {
 /// the creating transaction commits. The worker asks after that transaction
 /// (its xid8, passed by the launcher) while it waits: one that rolled back,
 /// or committed without the row (a rolled-back savepoint), ends the worker
-/// at once, so that a rolled-back job never holds a worker slot. Without a
-/// creator to ask, it waits a minute.
+/// at once, so that a rolled-back job never holds a worker slot. While the
+/// creator is in progress the worker waits, however long it stays open (a
+/// job runs after its COMMIT, as any write of a transaction takes effect
+/// then), polling more slowly as time goes by; a signal (cancel of the
+/// wait, pg_terminate_backend, shutdown) ends the wait. Without a creator
+/// to ask, it waits a minute for the row.
 fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(60) {
+    loop {
         // the creator's status first, then the row: a creator seen as
         // committed has its row visible to the read that follows (each
         // statement takes a new snapshot)
@@ -291,13 +295,21 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
             Some("aborted") => return None,
             // no creator to ask (or too old to tell): the row decides
             _ if row.is_some() => return row,
+            _ if start.elapsed() > Duration::from_secs(60) => return None,
             _ => {}
         }
-        if !BackgroundWorker::wait_latch(Some(Duration::from_millis(50))) {
+        // 50 ms for the first seconds (a job started by an autocommit
+        // statement runs at once), then up to a second: a transaction left
+        // open for an hour costs the server one short read a second
+        let pause = match start.elapsed().as_secs() {
+            0..=4 => 50,
+            5..=59 => 250,
+            _ => 1000,
+        };
+        if !BackgroundWorker::wait_latch(Some(Duration::from_millis(pause))) {
             return None;
         }
     }
-    None
 }
 
 fn read_job(job_id: i64) -> Result<Option<Row>, pgrx::spi::Error> {

@@ -16,6 +16,7 @@ use crate::pgbench::process::{self, Outcome};
 use crate::pgbench::scripts::quote_ident;
 use crate::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
 use crate::request::bench::{BenchInit, BenchRun};
+use crate::report::experiment::{disagreement, Expected, Observation};
 use crate::request::job::JobSpec;
 use crate::sqltypes::Name;
 
@@ -47,7 +48,7 @@ pub fn run(job: &Job) -> Result<(), JobEnd> {
     let dir = RunDir::new(run_dir(job.id));
     match &job.args.spec {
         JobSpec::BenchInit(r) => init(job, r, &dir.0),
-        JobSpec::Bench(r) => bench(job, job.id, r, &dir.0, None),
+        JobSpec::Bench(r) => bench(job, job.id, r, &dir.0, None, None),
         JobSpec::MoveIndexes(r) => super::move_indexes::run(job, r, &dir.0),
         JobSpec::Experiment(e) => super::experiment::run(job, e, &dir.0),
     }
@@ -156,15 +157,118 @@ fn run_pgbench_with(
     deadline: Duration,
     pgoptions: Option<&str>,
 ) -> Result<Output, JobEnd> {
+    with_pgoptions(pgoptions, || run_pgbench(job, args, dir, deadline))
+}
+
+/// Runs `f` (which starts a client program) with PGOPTIONS set to
+/// `pgoptions`, and only then.
+fn with_pgoptions<R>(pgoptions: Option<&str>, f: impl FnOnce() -> R) -> R {
     let Some(options) = pgoptions else {
-        return run_pgbench(job, args, dir, deadline);
+        return f();
     };
     // SAFETY: the worker is single-threaded; only its child reads this
     unsafe { std::env::set_var("PGOPTIONS", options) };
-    let out = run_pgbench(job, args, dir, deadline);
+    let out = f();
     // SAFETY: as above
     unsafe { std::env::remove_var("PGOPTIONS") };
     out
+}
+
+/// The settings that every run records, beside those its layout declares.
+const RECORDED_SETTINGS: [&str; 16] = [
+    "shared_buffers",
+    "wal_sync_method",
+    "synchronous_commit",
+    "full_page_writes",
+    "checkpoint_timeout",
+    "max_wal_size",
+    "wal_buffers",
+    "wal_compression",
+    "effective_io_concurrency",
+    "random_page_cost",
+    "fsync",
+    "wal_level",
+    "track_io_timing",
+    "work_mem",
+    "temp_tablespaces",
+    "server_version",
+];
+
+/// The settings pgbench's sessions run with, read in a session opened as
+/// pgbench opens its own: the same role, database and connection, and the
+/// same PGOPTIONS (role and database defaults, ALTER SYSTEM and the
+/// layout's settings all as they reach pgbench). `extra`: the layout's own
+/// settings, read too.
+fn session_settings(
+    job: &Job,
+    dir: &Path,
+    pgoptions: Option<&str>,
+    extra: &[String],
+) -> Result<serde_json::Value, JobEnd> {
+    let mut names: Vec<String> = RECORDED_SETTINGS.iter().map(|s| s.to_string()).collect();
+    for n in extra {
+        let n = n.to_lowercase();
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let list = names
+        .iter()
+        .map(|n| format!("'{}'", n.replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // the caller's own session: every name qualified, whatever its search_path
+    let sql = format!(
+        "SELECT pg_catalog.jsonb_object_agg(s.name, pg_catalog.current_setting(s.name))
+           FROM pg_catalog.pg_settings s
+          WHERE s.name OPERATOR(pg_catalog.=) ANY (ARRAY[{list}]::pg_catalog.text[])"
+    );
+    let out = with_pgoptions(pgoptions, || {
+        psql_with(job, &connection(job), &[&sql], dir, &["-A", "-t"])
+    })?;
+    serde_json::from_str(out.trim()).map_err(|e| {
+        JobEnd::Failed(format!(
+            "reading the settings of pgbench's sessions: {e} in {:?}",
+            out.trim()
+        ))
+    })
+}
+
+/// Where pgbench's relations are now (read from pg_class, as the caller)
+/// and pgbench_accounts' fillfactor: what a run observes at its start and
+/// at its end.
+pub(super) fn observe(schema: &str) -> Observation {
+    let json = as_caller(|| {
+        Spi::get_one_with_args::<JsonB>(
+            "SELECT pg_catalog.jsonb_build_object(
+                 'tables', coalesce(pg_catalog.jsonb_object_agg(r.relname, r.ts)
+                                      FILTER (WHERE r.relkind OPERATOR(pg_catalog.=) 'r'), '{}'),
+                 'indexes', coalesce(pg_catalog.jsonb_object_agg(r.relname, r.ts)
+                                      FILTER (WHERE r.relkind OPERATOR(pg_catalog.=) 'i'), '{}'),
+                 'fillfactor', (SELECT coalesce((SELECT o.option_value::pg_catalog.int4
+                                                  FROM pg_catalog.pg_options_to_table(c.reloptions) o
+                                                 WHERE o.option_name OPERATOR(pg_catalog.=) 'fillfactor'), 100)
+                                  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+                                 WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) 'pgbench_accounts'
+                                   AND c.relkind OPERATOR(pg_catalog.=) 'r'))
+               FROM (SELECT c.relname::pg_catalog.text AS relname, c.relkind,
+                            coalesce(t.spcname, d.spcname)::pg_catalog.text AS ts
+                       FROM pg_catalog.pg_class c
+                       JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+                       LEFT JOIN pg_catalog.pg_tablespace t ON t.oid OPERATOR(pg_catalog.=) c.reltablespace
+                      CROSS JOIN (SELECT s.spcname FROM pg_catalog.pg_database db
+                                    JOIN pg_catalog.pg_tablespace s ON s.oid OPERATOR(pg_catalog.=) db.dattablespace
+                                   WHERE db.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+                      WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relkind IN ('r', 'i')
+                        AND coalesce((SELECT tc.relname FROM pg_catalog.pg_index ix
+                                        JOIN pg_catalog.pg_class tc ON tc.oid OPERATOR(pg_catalog.=) ix.indrelid
+                                       WHERE ix.indexrelid OPERATOR(pg_catalog.=) c.oid), c.relname)
+                            OPERATOR(pg_catalog.~) '^(pgbench_(accounts|branches|tellers|history)|storlab_bench_append)$') r",
+            &[Name(schema.to_string()).into()],
+        )
+    });
+    json.and_then(|j| serde_json::from_value(j.0).ok())
+        .unwrap_or_default()
 }
 
 /// What a finished client program printed.
@@ -332,12 +436,20 @@ fn statements() -> Option<serde_json::Value> {
 /// One measured run into the storlab.bench_runs row `run_id` (the job's own
 /// id for bench_start(); a run of an experiment has one of its own), with
 /// `pgoptions` given to pgbench's sessions.
+///
+/// The run observes, at its start and at its end, where pgbench's relations
+/// are and pgbench_accounts' fillfactor, and reads the settings its
+/// sessions run with in a session opened as theirs are; all three are
+/// stored (`observed`, `settings`). A run whose observations disagree with
+/// each other, or with `expected` (an experiment's cell), is stored with
+/// the reason in `invalid`, and no report pools it.
 pub(super) fn bench(
     job: &Job,
     run_id: i64,
     r: &BenchRun,
     dir: &Path,
     pgoptions: Option<&str>,
+    expected: Option<&Expected>,
 ) -> Result<(), JobEnd> {
     let duration_s = r.duration_s as i32;
     let sampling_rate = r.sampling_rate();
@@ -388,6 +500,18 @@ pub(super) fn bench(
         // may not checkpoint (superuser or pg_checkpoint)
         as_caller(|| Spi::run("CHECKPOINT"));
     }
+    let declared: Vec<String> = expected
+        .map(|e| e.settings.iter().map(|(n, _)| n.clone()).collect())
+        .unwrap_or_default();
+    // psql connects as pgbench will: when it cannot, pgbench fails next,
+    // and the job's error is pgbench's own
+    let (settings, settings_error) =
+        match session_settings(job, &dir.join("settings"), pgoptions, &declared) {
+            Ok(s) => (s, None),
+            Err(JobEnd::Failed(why)) => (serde_json::Value::Null, Some(why)),
+            Err(e) => return Err(e),
+        };
+    let start = observe(&schema);
     bookkeeping(|| {
         Spi::run_with_args(
             "UPDATE storlab.bench_runs SET scale = $2, fillfactor = $3, started_at = pg_catalog.clock_timestamp(),
@@ -397,13 +521,16 @@ pub(super) fn bench(
                                ORDER BY c.relname)
                              FROM storlab.layout($4) l JOIN pg_catalog.pg_class c ON c.oid = l.relation
                             WHERE c.relname ~ '^(pgbench_|storlab_bench_append)'),
-                 settings = (SELECT jsonb_object_agg(name, current_setting(name)) FROM pg_settings
-                              WHERE name IN ('shared_buffers', 'wal_sync_method', 'synchronous_commit', 'full_page_writes',
-                                             'checkpoint_timeout', 'max_wal_size', 'wal_buffers', 'wal_compression',
-                                             'effective_io_concurrency', 'random_page_cost', 'fsync', 'wal_level',
-                                             'track_io_timing', 'work_mem', 'server_version'))
+                 settings = nullif($5, 'null'::jsonb), observed = jsonb_build_object('start', $6::jsonb)
               WHERE id = $1",
-            &[run_id.into(), scale.into(), fillfactor.into(), Name(schema.clone()).into()],
+            &[
+                run_id.into(),
+                scale.into(),
+                fillfactor.into(),
+                Name(schema.clone()).into(),
+                JsonB(settings.clone()).into(),
+                JsonB(serde_json::to_value(&start).unwrap_or_default()).into(),
+            ],
         )
     });
     let before = counters(&schema);
@@ -440,6 +567,21 @@ pub(super) fn bench(
     }
     let after = counters(&schema);
     let statements_after = statements();
+    let end = observe(&schema);
+    let mut invalid = disagreement(
+        expected.unwrap_or(&Expected::default()),
+        &start,
+        &end,
+        &settings,
+    );
+    if let Some(why) = settings_error {
+        let unread = format!("the settings of its sessions could not be read ({why})");
+        invalid = Some(match invalid {
+            Some(more) => format!("{unread}; {more}"),
+            None => unread,
+        });
+    }
+    let observed = serde_json::json!({ "start": start, "end": end });
 
     let summary = pgbench::parse_summary(&stdout)
         .map_err(|e| JobEnd::Failed(format!("pgbench's summary: {e}")))?;
@@ -471,6 +613,7 @@ pub(super) fn bench(
                  tps = $2, transactions = $3, failures = $4, lat_avg_ms = $5, lat_stddev_ms = $6,
                  lat_p50_ms = $7, lat_p90_ms = $8, lat_p95_ms = $9, lat_p99_ms = $10, lat_max_ms = $11,
                  histogram = $12, pgbench_version = $13, finished_at = pg_catalog.clock_timestamp(),
+                 observed = $18, invalid = $19,
                  server_wal_bytes = ($15->>'wal_bytes')::numeric - ($14->>'wal_bytes')::numeric,
                  server_wal_fpi = ($15->>'wal_fpi')::bigint - ($14->>'wal_fpi')::bigint,
                  server_wal_write = ($15->>'wal_write')::bigint - ($14->>'wal_write')::bigint,
@@ -524,6 +667,8 @@ pub(super) fn bench(
                 JsonB(after.clone()).into(),
                 statements_before.clone().map(JsonB).into(),
                 statements_after.clone().map(JsonB).into(),
+                JsonB(observed.clone()).into(),
+                invalid.clone().into(),
             ],
         )?;
         // partial seconds (the first and last) would understate the rate
@@ -562,12 +707,24 @@ pub(super) fn store_detail(job: &Job, detail: serde_json::Value) {
 /// Statements that must run at top level (REINDEX ... CONCURRENTLY cannot run
 /// in a transaction block, so not through SPI) go over a client connection.
 pub(super) fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Result<String, JobEnd> {
-    psql_commands(job, conn, &[sql], dir)
+    psql_with(job, conn, &[sql], dir, &[])
 }
 
 /// psql with several `-c` commands in one session, each a statement or one
 /// backslash command (`\timing on` before a statement prints its duration).
 pub(super) fn psql_commands(job: &Job, conn: &Connection, commands: &[&str], dir: &Path) -> Result<String, JobEnd> {
+    psql_with(job, conn, commands, dir, &[])
+}
+
+/// psql as [`psql`] runs it: `commands` as its `-c`s in one session, with
+/// more options (`-A -t`: bare values).
+fn psql_with(
+    job: &Job,
+    conn: &Connection,
+    commands: &[&str],
+    dir: &Path,
+    options: &[&str],
+) -> Result<String, JobEnd> {
     let psql = pgbench_path().with_file_name("psql");
     let mut args: Vec<std::ffi::OsString> = vec![
         "-X".into(),
@@ -575,6 +732,7 @@ pub(super) fn psql_commands(job: &Job, conn: &Connection, commands: &[&str], dir
         "-v".into(),
         "ON_ERROR_STOP=1".into(),
     ];
+    args.extend(options.iter().map(std::ffi::OsString::from));
     if let Some(h) = &conn.host {
         args.push(format!("--host={h}").into());
     }

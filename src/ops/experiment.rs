@@ -21,6 +21,16 @@ use crate::request::job::JobSpec;
 /// Checks the experiment against the catalog, starts its job and records
 /// it; returns its id (the job's).
 pub fn start(mut e: Experiment) -> i64 {
+    // a part a layout omits has one stated place for every run of it
+    let default_tablespace = Spi::get_one::<String>(
+        "SELECT t.spcname::text FROM pg_catalog.pg_database d
+           JOIN pg_catalog.pg_tablespace t ON t.oid = d.dattablespace
+          WHERE d.datname = pg_catalog.current_database()",
+    )
+    .map_err(spi("reading the database's default tablespace"))
+    .or_raise()
+    .unwrap_or_else(|| "pg_default".into());
+    let filled = e.resolve_omitted_parts(&default_tablespace);
     for layout in &e.layouts {
         check_placement(&layout.name, &layout.placement);
     }
@@ -37,6 +47,16 @@ pub fn start(mut e: Experiment) -> i64 {
     let name = e.name.clone();
     let steps_total = e.steps().len() as i32;
     let id = jobs::start(JobSpec::Experiment(e));
+    // said once the experiment is started (not before a refusal)
+    for r in filled {
+        pgrx::notice!(
+            "storlab: layout \"{}\" names no tablespace for its {}: every run of it has them in {}, {}",
+            r.layout,
+            r.part,
+            r.tablespace,
+            r.from
+        );
+    }
     as_owner(|| {
         Spi::run_with_args(
             "INSERT INTO storlab.experiment_records (id, name, steps_total, current_action, system_identifier, hostname)

@@ -45,13 +45,34 @@ fn launch(job_id: i64, restarted: bool) -> Result<(), String> {
 
 /// Stores as failed the jobs whose worker is gone, as the view
 /// storlab.jobs already shows them, so that the row itself says so.
+/// The runs the dead job was measuring end too (the time it was found
+/// dead: the run ended before it), marked invalid, and an experiment's row
+/// says where it stopped, as when its worker ends it (jobs::finish_with).
 pub fn sweep_dead_jobs() {
     as_owner(|| {
         Spi::run(
-            "UPDATE storlab.job_records r
-                SET status = 'failed', error = v.error, finished_at = pg_catalog.clock_timestamp()
-               FROM storlab.jobs v
-              WHERE v.id = r.id AND v.status = 'failed' AND r.status IN ('queued', 'running', 'cancelling')",
+            "WITH dead AS (
+               UPDATE storlab.job_records r
+                  SET status = 'failed', error = v.error, finished_at = pg_catalog.clock_timestamp()
+                 FROM storlab.jobs v
+                WHERE v.id = r.id AND v.status = 'failed' AND r.status IN ('queued', 'running', 'cancelling')
+               RETURNING r.id),
+             runs AS (
+               UPDATE storlab.bench_runs b
+                  SET finished_at = pg_catalog.clock_timestamp(),
+                      invalid = coalesce(b.invalid, 'its job''s worker exited before the run finished (found at '
+                                         OPERATOR(pg_catalog.||) pg_catalog.clock_timestamp()::pg_catalog.text
+                                         OPERATOR(pg_catalog.||) ')')
+                 FROM dead
+                WHERE b.job_id = dead.id AND b.finished_at IS NULL
+               RETURNING 1)
+             UPDATE storlab.experiment_records e
+                SET current_action = pg_catalog.format(
+                      'failed at step %s of %s (%s): its worker exited before finishing it; pgbench''s relations are placed as %s',
+                      e.current_step OPERATOR(pg_catalog.+) 1, e.steps_total, coalesce(e.current_action, 'starting'),
+                      coalesce('layout ' OPERATOR(pg_catalog.||) e.layout_applied, 'pgbench -i left them'))
+               FROM dead
+              WHERE e.id = dead.id",
         )
     })
     .map_err(spi("checking storlab.jobs"))
@@ -98,6 +119,22 @@ fn pgbench_tables_free() -> Result<(), Error> {
 /// cancelled initialisation left half-loaded have none, and a run on them
 /// would measure a fraction of the data: refused (55000), naming bench_init.
 pub fn check_pgbench_tables_complete(schema: &str) -> Result<(), Error> {
+    // every table a pgbench script uses (pgbench_history takes the
+    // tpcb-like inserts): one missing fails every run
+    let missing = Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.string_agg(t, ', ' ORDER BY t)
+           FROM pg_catalog.unnest(ARRAY['pgbench_accounts', 'pgbench_branches', 'pgbench_history', 'pgbench_tellers']) t
+          WHERE pg_catalog.to_regclass(pg_catalog.format('%I.%I', $1, t)) IS NULL",
+        &[schema.into()],
+    )
+    .map_err(spi("reading pgbench's tables"))?;
+    if let Some(missing) = missing {
+        return Err(Error::new(
+            SqlState::UndefinedTable,
+            format!("pgbench's tables in schema \"{schema}\" are incomplete: {missing} missing"),
+        )
+        .with_hint("Make them again with SELECT storlab.bench_init()."));
+    }
     let complete = Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_index i
                          WHERE i.indrelid = pg_catalog.to_regclass(pg_catalog.format('%I.pgbench_accounts', $1))
@@ -210,6 +247,28 @@ pub fn restart(job_id: i64, kind: &str) {
 }
 
 fn launch_or_raise(job_id: i64, restarted: bool) {
+    // A queued job is one that others see (and storlab.jobs takes for dead
+    // when no worker has taken it up two minutes after created_at): it is
+    // queued when the transaction that starts it commits, however long it
+    // stayed open, so created_at is set again just before that commit.
+    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::PreCommit, move || {
+        // the statement's snapshot is gone by now: SQL here needs one of
+        // its own, as deferred triggers get at the same point of a commit
+        // SAFETY: a transaction is in progress; popped below on success
+        // (an ERROR aborts the transaction, which pops it)
+        unsafe { pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot()) };
+        as_owner(|| {
+            Spi::run_with_args(
+                "UPDATE storlab.job_records SET created_at = pg_catalog.clock_timestamp()
+                  WHERE id = $1 AND status = 'queued'",
+                &[job_id.into()],
+            )
+        })
+        .map_err(spi("queueing the job at commit"))
+        .or_raise();
+        // SAFETY: pushed above
+        unsafe { pg_sys::PopActiveSnapshot() };
+    });
     if let Err(e) = launch(job_id, restarted) {
         Error::new(
             SqlState::ConfigurationLimitExceeded,

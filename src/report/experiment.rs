@@ -86,6 +86,99 @@ pub fn compare(cells: &[Cell], baseline: &str) -> Vec<CellStats> {
         .collect()
 }
 
+/// What a run observed of pgbench's relations at one moment (its start or
+/// its end), read from pg_class: each table's and each index's tablespace,
+/// and pgbench_accounts' fillfactor (from reloptions; 100 when unset).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Observation {
+    pub tables: std::collections::BTreeMap<String, String>,
+    pub indexes: std::collections::BTreeMap<String, String>,
+    pub fillfactor: Option<i32>,
+}
+
+/// What a run of an experiment's cell should have observed: its layout's
+/// tablespaces, the fillfactor of the cell, and each declared session
+/// setting as the server spells the declared value (name, value).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Expected {
+    pub tables: Option<String>,
+    pub indexes: Option<String>,
+    pub fillfactor: Option<i32>,
+    pub settings: Vec<(String, String)>,
+}
+
+/// Why a run's observations disagree with each other or with what its cell
+/// should have (None: they agree, and the run may be pooled). `settings`
+/// holds what its pgbench sessions ran with. A run whose start and end
+/// differ measured two states, and is never pooled either.
+pub fn disagreement(
+    expected: &Expected,
+    start: &Observation,
+    end: &Observation,
+    settings: &serde_json::Value,
+) -> Option<String> {
+    let mut why = Vec::new();
+    for (when, o) in [("start", start), ("end", end)] {
+        for (part, rels, want) in [
+            ("tables", &o.tables, &expected.tables),
+            ("indexes", &o.indexes, &expected.indexes),
+        ] {
+            if let Some(want) = want {
+                for (rel, ts) in rels {
+                    if ts != want {
+                        why.push(format!(
+                            "at its {when} {rel} was in {ts}, where the layout puts {part} in {want}"
+                        ));
+                    }
+                }
+            }
+        }
+        if let (Some(want), Some(have)) = (expected.fillfactor, o.fillfactor) {
+            if want != have {
+                why.push(format!(
+                    "at its {when} pgbench_accounts had fillfactor {have}, the cell's is {want}"
+                ));
+            }
+        }
+    }
+    for (part, s, e) in [
+        ("tables", &start.tables, &end.tables),
+        ("indexes", &start.indexes, &end.indexes),
+    ] {
+        for (rel, ts) in s {
+            match e.get(rel) {
+                None => why.push(format!("{rel} was gone at its end")),
+                Some(te) if te != ts => why.push(format!(
+                    "{rel} was moved from {ts} to {te} while it ran"
+                )),
+                _ => {}
+            }
+        }
+        for rel in e.keys().filter(|r| !s.contains_key(*r)) {
+            why.push(format!("{rel} ({part}) appeared while it ran"));
+        }
+    }
+    if start.fillfactor != end.fillfactor {
+        why.push(format!(
+            "pgbench_accounts' fillfactor changed from {} to {} while it ran",
+            start.fillfactor.map_or("none".into(), |f| f.to_string()),
+            end.fillfactor.map_or("none".into(), |f| f.to_string())
+        ));
+    }
+    for (name, want) in &expected.settings {
+        let have = settings.get(name).and_then(|v| v.as_str());
+        if have != Some(want.as_str()) {
+            why.push(format!(
+                "its sessions ran with {name} = {}, the layout sets {want}",
+                have.unwrap_or("(unread)")
+            ));
+        }
+    }
+    // one reason once (a relation out of place at start and end says both)
+    why.dedup();
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +262,67 @@ mod tests {
         assert_eq!(r[0].bar, "");
         assert_eq!(r[1].improvement_pct, None);
         assert_eq!(r[1].p_value, None);
+    }
+
+    fn obs(tables: &str, indexes: &str, ff: i32) -> Observation {
+        Observation {
+            tables: [("pgbench_accounts", tables), ("pgbench_history", tables)]
+                .into_iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            indexes: [("pgbench_accounts_pkey".to_string(), indexes.to_string())]
+                .into_iter()
+                .collect(),
+            fillfactor: Some(ff),
+        }
+    }
+
+    #[test]
+    fn observations_that_agree_are_pooled() {
+        let want = Expected {
+            tables: Some("disk".into()),
+            indexes: Some("ram".into()),
+            fillfactor: Some(100),
+            settings: vec![("synchronous_commit".into(), "off".into())],
+        };
+        let s = serde_json::json!({"synchronous_commit": "off", "work_mem": "4MB"});
+        let o = obs("disk", "ram", 100);
+        assert_eq!(disagreement(&want, &o, &o, &s), None);
+    }
+
+    #[test]
+    fn a_run_whose_observations_disagree_says_why() {
+        let want = Expected {
+            tables: Some("disk".into()),
+            indexes: Some("ram".into()),
+            fillfactor: Some(100),
+            settings: vec![("synchronous_commit".into(), "off".into())],
+        };
+        let s = serde_json::json!({"synchronous_commit": "off"});
+        // tables where another layout left them
+        let why = disagreement(&want, &obs("ram", "ram", 100), &obs("ram", "ram", 100), &s).unwrap();
+        assert!(why.contains("at its start pgbench_accounts was in ram, where the layout puts tables in disk"), "{why}");
+        // fillfactor changed during the run (ALTER TABLE ... SET (fillfactor=50))
+        let why = disagreement(&want, &obs("disk", "ram", 100), &obs("disk", "ram", 50), &s).unwrap();
+        assert!(why.contains("at its end pgbench_accounts had fillfactor 50, the cell's is 100"), "{why}");
+        assert!(why.contains("changed from 100 to 50 while it ran"), "{why}");
+        // the next run starts from it
+        let why = disagreement(&want, &obs("disk", "ram", 50), &obs("disk", "ram", 50), &s).unwrap();
+        assert!(why.contains("at its start pgbench_accounts had fillfactor 50"), "{why}");
+        // a setting its sessions did not run with
+        let on = serde_json::json!({"synchronous_commit": "on"});
+        let o = obs("disk", "ram", 100);
+        let why = disagreement(&want, &o, &o, &on).unwrap();
+        assert_eq!(why, "its sessions ran with synchronous_commit = on, the layout sets off");
+        // a table dropped while it ran
+        let mut end = o.clone();
+        end.tables.remove("pgbench_history");
+        let why = disagreement(&want, &o, &end, &s).unwrap();
+        assert_eq!(why, "pgbench_history was gone at its end");
+        // with no expectation (a bench_start run), only start against end
+        let none = Expected::default();
+        assert_eq!(disagreement(&none, &obs("x", "y", 70), &obs("x", "y", 70), &s), None);
+        let why = disagreement(&none, &obs("x", "y", 70), &obs("x", "z", 70), &s).unwrap();
+        assert_eq!(why, "pgbench_accounts_pkey was moved from y to z while it ran");
     }
 }

@@ -29,6 +29,18 @@ pub struct Layout {
     pub placement: Placement,
 }
 
+/// Where an omitted part of a layout goes, decided once when the
+/// experiment is started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub layout: String,
+    /// "tables" or "indexes"
+    pub part: &'static str,
+    pub tablespace: String,
+    /// "the baseline's" or "the database's default tablespace"
+    pub from: &'static str,
+}
+
 /// In which order each repetition visits its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -224,6 +236,45 @@ impl Experiment {
             lock_timeout_ms,
             run,
         })
+    }
+
+    /// Gives every layout a tablespace for its tables and for its indexes:
+    /// a part a layout omits is where the baseline (the first layout) puts
+    /// it, or, when the baseline omits it too, `default_tablespace` (the
+    /// database's). Every run of a layout then starts from the same stated
+    /// placement, whichever layout ran before it; the layouts are stored so
+    /// resolved, and applied before every cell. Returns what was filled in.
+    pub fn resolve_omitted_parts(&mut self, default_tablespace: &str) -> Vec<Resolved> {
+        let mut filled = Vec::new();
+        let (base_tables, base_indexes) = {
+            let b = &self.layouts[0].placement;
+            (b.tables.clone(), b.indexes.clone())
+        };
+        for (i, layout) in self.layouts.iter_mut().enumerate() {
+            for (part, slot, base) in [
+                ("tables", &mut layout.placement.tables, &base_tables),
+                ("indexes", &mut layout.placement.indexes, &base_indexes),
+            ] {
+                if slot.is_some() {
+                    continue;
+                }
+                let (tablespace, from) = match base {
+                    Some(b) if i > 0 => (b.clone(), "the baseline's"),
+                    _ => (
+                        default_tablespace.to_string(),
+                        "the database's default tablespace",
+                    ),
+                };
+                *slot = Some(tablespace.clone());
+                filled.push(Resolved {
+                    layout: layout.name.clone(),
+                    part,
+                    tablespace,
+                    from,
+                });
+            }
+        }
+        filled
     }
 
     /// The run of one cell, as bench_start would make it.
@@ -427,14 +478,24 @@ fn parse_settings(layout: &str, v: &serde_json::Value) -> Result<Vec<(String, St
                 )))
                 }
             };
+            // pgbench's sessions get their settings through PGOPTIONS, whose
+            // words libpq splits at white space: a tab or a newline in a
+            // value would smuggle in options no layout declares
+            if let Some(c) = value.chars().find(|c| c.is_control()) {
+                return Err(invalid(format!(
+                    "layout \"{layout}\": the value of setting {k} contains a control character (U+{:04X}); \
+                     setting values are given to pgbench's sessions and may not contain any",
+                    c as u32
+                )));
+            }
             Ok((k.clone(), value))
         })
         .collect()
 }
 
-/// PGOPTIONS for pgbench's connections: `-c name=value` per setting, with
-/// spaces and backslashes escaped as libpq's options parser wants them.
-pub fn pgoptions(placement: &Placement) -> Option<String> {
+/// The settings a layout gives pgbench's sessions: its own, and
+/// temp_tablespaces for its `temp`.
+pub fn session_settings(placement: &Placement) -> Vec<(String, String)> {
     let mut settings: Vec<(String, String)> = placement.settings.clone();
     if let Some(t) = &placement.temp {
         // temp_tablespaces is a list of identifiers: quoted, so that any name works
@@ -443,10 +504,28 @@ pub fn pgoptions(placement: &Placement) -> Option<String> {
             format!("\"{}\"", t.replace('"', "\"\"")),
         ));
     }
+    settings
+}
+
+/// PGOPTIONS for pgbench's connections: `-c name=value` per setting, with
+/// spaces and backslashes escaped as libpq's options parser wants them.
+pub fn pgoptions(placement: &Placement) -> Option<String> {
+    let settings = session_settings(placement);
     if settings.is_empty() {
         return None;
     }
-    let escape = |s: &str| s.replace('\\', "\\\\").replace(' ', "\\ ");
+    // libpq splits PGOPTIONS at what C's isspace() calls white space, and
+    // takes the character after a backslash as it is
+    let escape = |s: &str| {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            if matches!(c, '\\' | ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    };
     Some(
         settings
             .iter()
@@ -685,6 +764,75 @@ mod tests {
             "-c application_name=a\\ b\\\\c -c temp_tablespaces=\"lab\\ ram\""
         );
         assert_eq!(pgoptions(&Placement::default()), None);
+    }
+
+    #[test]
+    fn omitted_parts_go_where_the_baseline_puts_them_or_to_the_default() {
+        let l = json!([
+            {"name": "A", "tables": "disk", "indexes": "disk"},
+            {"name": "B", "indexes": "ram"},
+            {"name": "C", "tables": "ram", "indexes": "ram"},
+            {"name": "none"}
+        ]);
+        let mut e = Experiment::new(args(&l, &json!({}))).unwrap();
+        let filled = e.resolve_omitted_parts("pg_default");
+        let at = |i: usize| {
+            let p = &e.layouts[i].placement;
+            (p.tables.as_deref().unwrap(), p.indexes.as_deref().unwrap())
+        };
+        assert_eq!(at(0), ("disk", "disk"));
+        assert_eq!(at(1), ("disk", "ram"), "B's tables: the baseline's, not C's");
+        assert_eq!(at(2), ("ram", "ram"));
+        assert_eq!(at(3), ("disk", "disk"));
+        assert_eq!(filled.len(), 3);
+        assert_eq!(
+            filled[0],
+            Resolved {
+                layout: "B".into(),
+                part: "tables",
+                tablespace: "disk".into(),
+                from: "the baseline's"
+            }
+        );
+        // a baseline that omits a part: the database's default, for every layout
+        let l = json!([{"name": "base"}, {"name": "ram", "indexes": "ram"}]);
+        let mut e = Experiment::new(args(&l, &json!({}))).unwrap();
+        let filled = e.resolve_omitted_parts("pg_default");
+        assert_eq!(e.layouts[0].placement.tables.as_deref(), Some("pg_default"));
+        assert_eq!(e.layouts[0].placement.indexes.as_deref(), Some("pg_default"));
+        assert_eq!(e.layouts[1].placement.tables.as_deref(), Some("pg_default"));
+        assert_eq!(e.layouts[1].placement.indexes.as_deref(), Some("ram"));
+        assert!(filled
+            .iter()
+            .all(|r| r.from == "the database's default tablespace"));
+        // resolved twice (a stored request read back): nothing more to fill
+        assert!(e.resolve_omitted_parts("other").is_empty());
+    }
+
+    #[test]
+    fn control_characters_in_setting_values_are_refused() {
+        for v in ["x\t-c\tsynchronous_commit=off", "x\ny", "a\rb", "\u{1b}[0m"] {
+            let l = json!({"a": {"settings": {"application_name": v}}});
+            let e = Experiment::new(args(&l, &json!({}))).unwrap_err();
+            assert_eq!(e.state.code(), "22023", "{v:?}");
+            assert!(e.message.contains("control character"), "{}", e.message);
+        }
+        // spaces and backslashes are fine: escaped for PGOPTIONS
+        let l = json!({"a": {"settings": {"application_name": "a b\\c"}}});
+        assert!(Experiment::new(args(&l, &json!({}))).is_ok());
+    }
+
+    #[test]
+    fn pgoptions_escape_every_kind_of_white_space() {
+        // a tablespace's name may hold a tab: it stays one word
+        let p = Placement {
+            temp: Some("a\tb\nc".into()),
+            ..Placement::default()
+        };
+        assert_eq!(
+            pgoptions(&p).unwrap(),
+            "-c temp_tablespaces=\"a\\\tb\\\nc\""
+        );
     }
 
     #[test]
