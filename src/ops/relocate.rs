@@ -352,23 +352,9 @@ fn execute(
     let space = space_after_steps(&steps);
     let call_bytes: i64 = steps.iter().filter(|s| s.rel.kind.has_storage()).map(|s| s.rel.bytes).sum();
     let volatile = volatile_targets(&steps);
-    if !dry_run {
-        for (ts, fs) in &volatile {
-            let onto: Vec<&str> = steps
-                .iter()
-                .filter(|s| &s.to == ts && s.rel.logged && s.rel.kind.has_storage())
-                .map(|s| s.rel.qualified.as_str())
-                .collect();
-            if !onto.is_empty() {
-                warning!(
-                    "storlab: moving durable data onto volatile storage: {} is on {fs}, which a reboot empties; {} logged relation(s) go there ({}): after a reboot their files are gone and the database with them",
-                    ts,
-                    onto.len(),
-                    onto.join(", ")
-                );
-            }
-        }
-    }
+    // logged relations moved onto volatile storage, by target: said once the
+    // moves are done (a move that fails its lock moved nothing)
+    let mut onto_volatile: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     if !dry_run {
         for (s, after) in steps.iter().zip(&space) {
             if let Some((folder, after)) = after.as_ref().filter(|(_, a)| !a.fits()) {
@@ -477,6 +463,9 @@ fn execute(
                 "; {} is volatile storage ({fs}): a reboot loses this logged relation's files",
                 s.to
             ));
+            if !dry_run {
+                onto_volatile.entry(s.to.clone()).or_default().push(rel.qualified.clone());
+            }
         }
         if let (true, Some((_, a))) = (dry_run, &after) {
             // the plan says what the target has left once the call copied
@@ -543,6 +532,14 @@ fn execute(
     }
     if let Some(old) = callers_lock_timeout {
         set_lock_timeout(&old);
+    }
+    for (ts, moved) in &onto_volatile {
+        warning!(
+            "storlab: durable data moved onto volatile storage: {ts} is on {}, which a reboot empties; {} logged relation(s) went there ({}): after a reboot their files are gone and the database with them",
+            volatile[ts],
+            moved.len(),
+            moved.join(", ")
+        );
     }
     rows
 }
