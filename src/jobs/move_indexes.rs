@@ -18,7 +18,7 @@ use std::path::Path;
 use pgrx::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::run::{connection, psql, psql_commands, store_detail, JobEnd};
+use super::run::{connection, pg_stat_statements_schema, psql, psql_commands, store_detail, JobEnd};
 use super::{as_caller, bookkeeping, Job};
 use crate::ops::server::{hostname, system_identifier};
 use crate::pgbench::Connection;
@@ -152,14 +152,7 @@ fn cancel_backends(tag: &str) {
 /// pg_stat_statements counts it (a statement's own WAL, not the server's);
 /// None where pg_stat_statements is not loaded in this database.
 fn statement_wal(sql: &str) -> Option<i64> {
-    let schema = bookkeeping(|| {
-        Spi::get_one::<String>(
-            "SELECT (SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e
-                       JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
-                      WHERE e.extname = 'pg_stat_statements'
-                        AND pg_catalog.current_setting('shared_preload_libraries') ~ '(^|[ ,])pg_stat_statements($|[ ,])')",
-        )
-    })?;
+    let schema = pg_stat_statements_schema()?;
     as_caller(|| {
         Spi::get_one_with_args::<i64>(
             &format!(

@@ -408,19 +408,25 @@ fn counters(schema: &str) -> serde_json::Value {
     .unwrap_or_default()
 }
 
-/// pg_stat_statements' counters per statement, when the extension is
+/// The schema of pg_stat_statements, quoted, when the extension is
 /// installed in this database and preloaded (querying it otherwise fails).
-fn statements() -> Option<serde_json::Value> {
-    // a server fact (shared_preload_libraries needs pg_read_all_settings);
-    // the statistics themselves are read as the caller below
-    let schema = bookkeeping(|| {
+/// A server fact (shared_preload_libraries needs pg_read_all_settings); the
+/// statistics themselves are read as the caller.
+pub(super) fn pg_stat_statements_schema() -> Option<String> {
+    bookkeeping(|| {
         Spi::get_one::<String>(
             // a scalar subquery: one row (NULL) when the extension is absent
             "SELECT (SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                       WHERE e.extname = 'pg_stat_statements'
                         AND current_setting('shared_preload_libraries') ~ '(^|[ ,])pg_stat_statements($|[ ,])')",
         )
-    })?;
+    })
+}
+
+/// pg_stat_statements' counters per statement, when the extension is
+/// installed in this database and preloaded (querying it otherwise fails).
+fn statements() -> Option<serde_json::Value> {
+    let schema = pg_stat_statements_schema()?;
     as_caller(|| {
         Spi::get_one::<JsonB>(&format!(
             "SELECT coalesce(jsonb_object_agg(queryid::text, jsonb_build_object(
