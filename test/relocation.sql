@@ -13,7 +13,7 @@ DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(54);
+SELECT plan(55);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -324,6 +324,9 @@ SELECT is((SELECT (logical_bytes, allocated_bytes)::text FROM storlab.layout('pu
           '(,)', 'a relation whose file is gone: layout() gives NULL sizes, not 0');
 SELECT is((SELECT bytes FROM storlab.move('tap_lost', 'lab_ram', dry_run => true)), NULL,
           'and so does the dry run''s bytes to copy');
+SELECT alike((SELECT note FROM storlab.move('tap_lost', 'lab_ram', dry_run => true)),
+             'its files cannot be found: the size to copy is unknown, and ALTER ... SET TABLESPACE would fail%',
+             'and its note says the size is unknown, not "0 bytes"');
 ROLLBACK;
 SET client_min_messages = error;
 DROP TABLE tap_lost;

@@ -16,8 +16,9 @@ CREATE EXTENSION IF NOT EXISTS dblink;
 DROP DATABASE IF EXISTS storlab_scope_other;
 DROP TABLESPACE IF EXISTS scope_gone;
 DROP ROLE IF EXISTS scope_waiter;
+DROP ROLE IF EXISTS scope_super;
 RESET client_min_messages;
-SELECT plan(23);
+SELECT plan(26);
 
 \ir lib/probe_helpers.sql
 -- The SQLSTATE, detail and hint of what a statement raised.
@@ -108,6 +109,19 @@ SELECT is(pg_temp.sqlstate_of(format(
             :'server', :'db', :long_job)),
           '57014', 'a cancelled wait on another role''s job raises the cancel (57014), not 42501');
 SELECT is((SELECT status FROM storlab.jobs WHERE id = :long_job), 'running', 'and that job goes on');
+GRANT pg_signal_backend TO scope_waiter;
+SELECT is(pg_temp.sqlstate_of(format(
+            $$SELECT dblink_exec('%s dbname=%s user=scope_waiter options=-cstatement_timeout=500', 'CALL storlab.wait(%s)')$$,
+            :'server', :'db', :long_job)),
+          '57014', 'so does a waiter with pg_signal_backend''s rights over it');
+CREATE ROLE scope_super SUPERUSER LOGIN;
+SELECT is(pg_temp.sqlstate_of(format(
+            $$SELECT dblink_exec('%s dbname=%s user=scope_super options=-cstatement_timeout=500', 'CALL storlab.wait(%s)')$$,
+            :'server', :'db', :long_job)),
+          '57014', 'and another superuser''s timed-out wait');
+DROP ROLE scope_super;
+SELECT is((SELECT status FROM storlab.jobs WHERE id = :long_job), 'running',
+          'the job still goes on: only its own role''s cancelled wait stops a job');
 SELECT ok(storlab.cancel(:long_job), 'its owner cancels it');
 DO $$ BEGIN
   FOR i IN 1 .. 100 LOOP

@@ -378,9 +378,28 @@ pub fn cancel(job_id: i64) -> bool {
 
 /// Stops a running job at once, outside any transaction: for CALL
 /// storlab.wait, whose statement is being cancelled (its transaction rolls
-/// back, so cancel() would never take effect). Same rule as cancel().
+/// back, so cancel() would never take effect). Only the caller's own jobs
+/// (started by its current role): a superuser or a member of
+/// pg_signal_backend whose wait on someone else's job is cancelled must not
+/// stop that job as a side effect; stopping another role's job is cancel()'s.
 pub fn stop_now(job_id: i64) -> bool {
     may_cancel(job_id).or_raise();
+    let role = as_owner(|| {
+        Spi::get_one_with_args::<String>(
+            "SELECT (SELECT role::text FROM storlab.job_records WHERE id = $1)",
+            &[job_id.into()],
+        )
+    })
+    .map_err(spi("reading the job"))
+    .or_raise();
+    if let Some(role) = role.filter(|r| *r != identity::caller()) {
+        Error::new(
+            SqlState::InsufficientPrivilege,
+            format!("storlab.stop_now() stops the caller's own jobs only: job {job_id} was started by role \"{role}\""),
+        )
+        .with_hint(format!("storlab.cancel({job_id}) stops another role's job, where pg_cancel_backend's rule allows."))
+        .raise();
+    }
     let pid = as_owner(|| {
         Spi::get_one_with_args::<i32>(
             // one row always: no such job (or one not running) is no pid

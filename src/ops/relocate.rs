@@ -457,7 +457,15 @@ fn execute(
                 )
             }
         };
-        let mut note = note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes, call_bytes);
+        let mut note = if rel.files_missing {
+            // nothing to say of a copy whose size is unknown: the move would fail
+            format!(
+                "its files cannot be found: the size to copy is unknown, and ALTER ... SET TABLESPACE would fail (a tmpfs tablespace after a reboot?); the call copies {} besides",
+                human_bytes(call_bytes)
+            )
+        } else {
+            note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes, call_bytes)
+        };
         if let Some(fs) = volatile.get(&s.to).filter(|_| rel.logged && rel.kind.has_storage()) {
             note.push_str(&format!(
                 "; {} is volatile storage ({fs}): a reboot loses this logged relation's files",
@@ -467,7 +475,7 @@ fn execute(
                 onto_volatile.entry(s.to.clone()).or_default().push(rel.qualified.clone());
             }
         }
-        if let (true, Some((_, a))) = (dry_run, &after) {
+        if let (true, false, Some((_, a))) = (dry_run, rel.files_missing, &after) {
             // the plan says what the target has left once the call copied
             note.push_str(&format!(
                 "; {} has {} free now, {} after this call{}",
