@@ -369,7 +369,7 @@ fn execute(
                     ),
                 )
                 .with_detail(format!(
-                    "The filesystem of {} ({}) has {} free; this call copies {} into it, and storlab.min_free_bytes keeps {} free. Nothing was moved.",
+                    "The filesystem of {} ({}) has {} free; this call copies {} into it in all, and storlab.min_free_bytes keeps {} free. Nothing was moved.",
                     s.to,
                     folder.display(),
                     human_bytes(after.free as i64),
@@ -577,8 +577,8 @@ fn volatile_targets(steps: &[Step]) -> std::collections::HashMap<String, String>
 }
 
 /// For each step that copies (a relation with storage), the target's
-/// folder and the space its filesystem has left after this step and the
-/// steps before it (see crate::relocate::space_after).
+/// folder and the space its filesystem has left after the whole call's
+/// copies (see crate::relocate::space_after).
 fn space_after_steps(steps: &[Step]) -> Vec<Option<(std::path::PathBuf, SpaceAfter)>> {
     let mut folders = std::collections::HashMap::new();
     let mut moves = Vec::new();
