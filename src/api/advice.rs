@@ -332,7 +332,8 @@ fn wal(figures: &BTreeMap<String, Figures>) -> Row {
                 "wal",
                 Some(ts),
                 format!(
-                    "{why}. Moving pg_wal is done offline: stop the server (pg_ctl stop -m fast), move the folder (mv $PGDATA/pg_wal {mount}/pg_wal), link it back (ln -s {mount}/pg_wal $PGDATA/pg_wal), start the server; a new cluster takes initdb --waldir"
+                    "{why}. Moving pg_wal is done offline: stop the server (pg_ctl stop -m fast), make the new folder (mkdir -m 700 {dest}, owned by the server's user), move the WAL's files there, wherever pg_wal points now (mv \"$(readlink -f $PGDATA/pg_wal)\"/* {dest}/), replace pg_wal by a link to it (rm -r $PGDATA/pg_wal && ln -s {dest} $PGDATA/pg_wal: rm removes a link itself, not what it points to), start the server; a new cluster takes initdb --waldir",
+                    dest = wal_folder_on(&mount)
                 ),
                 None,
                 Some(format!(
@@ -358,6 +359,12 @@ fn wal(figures: &BTreeMap<String, Figures>) -> Row {
             evidence,
         ),
     }
+}
+
+/// Where the WAL goes on a volume: `pg_wal` at its mount point, spelled
+/// without a double slash when that is the root.
+fn wal_folder_on(mount: &str) -> String {
+    format!("{}/pg_wal", mount.trim_end_matches('/'))
 }
 
 /// A done experiment, its layouts' placements and its report.

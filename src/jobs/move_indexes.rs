@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::run::{connection, pg_stat_statements_schema, psql, psql_commands, store_detail, JobEnd};
 use super::{as_caller, bookkeeping, Job};
+use crate::ops::relocate::lock_holders;
 use crate::ops::server::{hostname, system_identifier};
 use crate::pgbench::Connection;
 use crate::request::bench::MoveIndexes;
@@ -83,8 +84,10 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
                 return Err(match (e, left.is_empty()) {
                     (e, true) => e,
                     (JobEnd::Stopped(why), false) => JobEnd::Stopped(format!(
-                        "{why}; the rebuild's session was cancelled, {dropped} invalid copy dropped, but {} could not be dropped yet (a transaction holds a lock on the table): DROP INDEX CONCURRENTLY it, or move this table's indexes again, which drops it first",
-                        left.join(", ")
+                        "{why}; the rebuild's session was cancelled, {dropped} invalid copy dropped, but {} could not be dropped yet: a lock on the table is held by {}; DROP INDEX CONCURRENTLY it once that ends, or move this table's indexes again, which drops it first",
+                        left.join(", "),
+                        as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(pg_sys::Oid::from(relation as u32))))
+                            .unwrap_or_else(|| "another transaction".into())
                     )),
                     (e, false) => e,
                 });

@@ -285,9 +285,7 @@ fn lock_oid(oid: pg_sys::Oid, what: &str, start: Instant, timeout: Duration) {
             return;
         }
         if start.elapsed() >= timeout {
-            let holders = Spi::get_one_with_args::<String>(HOLDERS, &[oid.into()])
-                .ok()
-                .flatten()
+            let holders = lock_holders(oid)
                 .unwrap_or_else(|| "no session any more (it let go as storlab gave up)".into());
             ereport!(
                 ERROR,
@@ -302,6 +300,11 @@ fn lock_oid(oid: pg_sys::Oid, what: &str, start: Instant, timeout: Duration) {
         pg_sys::check_for_interrupts!();
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Who holds a lock on a relation (see HOLDERS), or None.
+pub fn lock_holders(oid: pg_sys::Oid) -> Option<String> {
+    Spi::get_one_with_args::<String>(HOLDERS, &[oid.into()]).ok().flatten()
 }
 
 /// Who holds a lock on a relation: backends by pid, and prepared
@@ -1062,6 +1065,16 @@ fn same_relation(oid: pg_sys::Oid, name: &str, kind: &str) -> Result<(), String>
 pub type LayoutRow = (RegClass, String, Option<RegClass>, Name, Option<i64>, Option<i64>);
 
 pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
+    if let Some(schema) = &schema_name {
+        // a typo is an error, as for apply_layout, not an empty answer
+        let exists = Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
+            &[schema.clone().into()],
+        );
+        if exists != Ok(Some(true)) {
+            Error::new(SqlState::InvalidSchemaName, format!("schema \"{schema}\" does not exist")).raise();
+        }
+    }
     let data = data_dir();
     let mut sizer = allocation::RelationSizer::default();
     let mut missing: Vec<String> = Vec::new();
@@ -1074,7 +1087,9 @@ pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
                 WHERE c.relkind IN ('r', 'm', 'p')
                   AND CASE WHEN $1::name IS NULL
                            THEN n.nspname NOT IN ('pg_catalog', 'information_schema')
-                                AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
+                                AND n.nspname NOT LIKE 'pg\\_toast%'
+                                -- other sessions' temporary schemas, not the caller's own
+                                AND (n.nspname NOT LIKE 'pg\\_temp%' OR n.oid = pg_catalog.pg_my_temp_schema())
                            ELSE n.nspname = $1 END
              ), members AS (
                SELECT oid, parent FROM owners
