@@ -4,7 +4,7 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SET client_min_messages = warning;
 SET storlab.suite_file_size = '16MB';
-SELECT plan(8);
+SELECT plan(10);
 
 -- figures for every tablespace (only missing or day-old ones are probed)
 SELECT diag(format('%s tablespaces measured', count(*))) FROM storlab.compare_tablespaces(duration => '100 ms');
@@ -47,6 +47,9 @@ ROLLBACK;
 SELECT isnt(:'wal_target'::text, 'pg_wal', 'pg_wal on tmpfs: the advice moves it (target: ' || :'wal_target' || ')');
 SELECT alike(:'wal_advice'::text, 'pg_wal is on volatile storage (%): a reboot loses the WAL, and the cluster with it. Of the durable volumes measured, %',
              'and says why: a reboot loses it');
+SELECT alike(:'wal_advice'::text, '%mv "$(readlink -f $PGDATA/pg_wal)"/* %/pg_wal/%ln -s %',
+             'its steps move the WAL''s files wherever pg_wal points (a link onto tmpfs included), then link the new folder');
+SELECT unalike(:'wal_advice'::text, '%//pg_wal%', 'and never spell a path //pg_wal');
 -- with no durable volume measured at all, it asks for one to be measured
 BEGIN;
 UPDATE storlab.probes SET env = env || '{"fs_type": "tmpfs", "device": "tmpfs"}';

@@ -13,7 +13,7 @@ DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(55);
+SELECT plan(57);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -311,6 +311,10 @@ CREATE TEMP TABLE tap_temp AS SELECT g AS id FROM generate_series(1, 10000) g;
 SELECT cmp_ok((SELECT logical_bytes FROM storlab.layout(pg_my_temp_schema()::regnamespace::name)
                 WHERE relation = 'tap_temp'::regclass), '>=', pg_relation_size('tap_temp'),
               'a temporary table''s size is found (its file is t<backend>_<relfilenode>)');
+SELECT is((SELECT count(*) FROM storlab.layout() WHERE relation = 'tap_temp'::regclass), 1::bigint,
+          'layout() of every schema lists the caller''s own temporary tables');
+SELECT throws_ok($$SELECT * FROM storlab.layout('no_such_schema')$$, '3F000', 'schema "no_such_schema" does not exist',
+                 'an unknown schema is an error (3F000), not an empty answer');
 ROLLBACK;
 SET allow_in_place_tablespaces = on;
 CREATE TABLESPACE tap_lost_ts LOCATION '';
