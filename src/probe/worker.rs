@@ -195,8 +195,9 @@ impl<'a> Worker<'a> {
     }
 
     /// Keeps the ring full: every completion is timed from its submission
-    /// and replaced by a new request at the next offset, until `stop` (or
-    /// an error, after which the queue is only drained). The ring is dropped
+    /// and replaced by a new request at the next offset, the replacements of
+    /// one reap submitted together (see `Ring::submit_and_wait`), until
+    /// `stop` (or an error, after which the queue is only drained). The ring is dropped
     /// by the caller's scope, which waits for anything still in flight.
     fn run_queued(
         &mut self,
@@ -216,22 +217,24 @@ impl<'a> Worker<'a> {
         let mut error = None;
         loop {
             if error.is_none() && !stop.load(Ordering::Relaxed) {
+                // a replacement for every completion just reaped, queued
+                // only: they go to the kernel together, in the enter that
+                // waits for the next completions
                 while let Some(slot) = ring.free_slot() {
                     let offset = self.next_offset();
                     if op == Op::Write {
                         stamp(ring.buf_mut(slot), self.next_stamp());
                     }
                     ring.queue(fd, op, slot, offset);
-                    if let Err(e) = ring.submit() {
-                        error = Some(ProbeError::io("submitting to io_uring", e));
-                        break;
-                    }
                 }
             } else if ring.in_flight() == 0 {
                 return error;
             }
             if let Err(e) = ring.submit_and_wait(None) {
-                return error.or(Some(ProbeError::io("waiting for io_uring completions", e)));
+                return error.or(Some(ProbeError::io(
+                    "submitting to io_uring or waiting for its completions",
+                    e,
+                )));
             }
             ring.reap(|c| match c.result {
                 Ok(()) => tally.add(c.latency, self.block_size),
@@ -462,6 +465,48 @@ mod tests {
             Err(ProbeError::Unsupported(why)) => eprintln!("skipping: {why}"),
             Err(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn a_reaps_replacements_go_to_the_kernel_in_one_enter() {
+        let dir = TestDir::new_on_disk("worker-refill");
+        let spec = ProbeSpec {
+            engine: IoEngine::IoUring,
+            iodepth: 8,
+            ..spec(dir.path(), Workload::Randread)
+        };
+        let scratch = scratch_for(&spec);
+        let mut w = match Worker::prepare(&spec, &scratch, 0, 3) {
+            Ok(w) => w,
+            Err(ProbeError::Unsupported(why)) => return eprintln!("skipping: {why}"),
+            Err(e) => panic!("{e}"),
+        };
+        let Some(Io::Queued(mut ring)) = w.io.take() else {
+            panic!("an io_uring spec makes a queued worker")
+        };
+        let stop = AtomicBool::new(false);
+        let (progress, epoch) = (Progress::default(), AtomicU64::new(0));
+        let mut tally = Tally::new(&progress, &epoch);
+        let error = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.store(true, Ordering::SeqCst);
+            });
+            w.run_queued(&mut ring, &stop, &mut tally)
+        });
+        assert!(error.is_none(), "{error:?}");
+        let (ops, _, histogram) = tally.finish();
+        let c = ring.counts();
+        assert!(ops > 100, "{ops} reads in 200 ms");
+        assert_eq!(histogram.count(), ops);
+        // every request went to the kernel once and came back once
+        assert_eq!(c.submitted, ops, "{c:?}");
+        assert_eq!(ring.in_flight(), 0);
+        // one submitting enter for the first fill, then at most one per reap:
+        // all of a reap's replacements go over together (one enter per
+        // request would make about `ops` submitting enters)
+        assert!(c.submitting_enters <= c.reaps + 1, "{c:?}");
+        assert!(c.submitted > c.submitting_enters, "{c:?}");
     }
 
     #[test]
