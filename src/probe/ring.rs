@@ -282,10 +282,12 @@ impl Ring {
     /// at 60 000 IOPS, fewer the faster the device, so that "depth 32"
     /// latencies were those of a shallower queue. Submitting the whole
     /// batch of replacements in one enter instead kept 31.9 in flight but
-    /// brought back the lockstep described at `submit`: 0.85 to 0.88 of
-    /// the IOPS of this loop and of fio on the disk, at depth 32 (6
-    /// alternating runs each, reads and writes). bench/probe_vs_fio
-    /// --groups inflight has the figures beside fio's.
+    /// brought back the lockstep described at `submit`: 0.77 to 0.88 of
+    /// the IOPS of the other two loops on the disk at depth 32, 0.84 on
+    /// RAM (4 to 6 alternating runs each, reads and writes; fio and this
+    /// loop within 0.92 to 1.03 of each other on the disk in the same
+    /// runs). bench/probe_vs_fio --groups inflight has the figures beside
+    /// fio's.
     pub(crate) fn reap(&mut self, max: usize, mut each: impl FnMut(Completion)) {
         // one clock read per reap, as fio does: the completions seen
         // together are charged the same end time
