@@ -1009,7 +1009,13 @@ mod standalone {
             ..ProbeSpec::new(dir, workload)
         };
         let r = run_probe(&spec, &mut || false).unwrap();
-        eprintln!("iops {:.0} mean {:.0} us", r.iops(), r.histogram.mean_us());
+        // in flight by Little's law: what the depth really was
+        eprintln!(
+            "iops {:.0} mean {:.0} us in flight {:.2} of {depth}",
+            r.iops(),
+            r.histogram.mean_us(),
+            r.iops() * r.histogram.mean_us() / 1e6
+        );
         // what the figures printed stand on: every operation timed, all of
         // the asked duration run, O_DIRECT really used
         assert!(r.ops > 0);

@@ -195,7 +195,8 @@ impl<'a> Worker<'a> {
     }
 
     /// Keeps the ring full: every completion is timed from its submission
-    /// and replaced by a new request at the next offset, until `stop` (or
+    /// and replaced by a new request at the next offset, submitted before
+    /// the next completion is reaped (see `Ring::reap`), until `stop` (or
     /// an error, after which the queue is only drained). The ring is dropped
     /// by the caller's scope, which waits for anything still in flight.
     fn run_queued(
@@ -216,6 +217,8 @@ impl<'a> Worker<'a> {
         let mut error = None;
         loop {
             if error.is_none() && !stop.load(Ordering::Relaxed) {
+                // the whole depth at the start, then the replacement of the
+                // one completion just reaped
                 while let Some(slot) = ring.free_slot() {
                     let offset = self.next_offset();
                     if op == Op::Write {
@@ -233,7 +236,14 @@ impl<'a> Worker<'a> {
             if let Err(e) = ring.submit_and_wait(None) {
                 return error.or(Some(ProbeError::io("waiting for io_uring completions", e)));
             }
-            ring.reap(|c| match c.result {
+            // one at a time: the others wait in the completion queue, their
+            // clocks running, while this one's replacement is submitted
+            let max = if error.is_none() && !stop.load(Ordering::Relaxed) {
+                1
+            } else {
+                usize::MAX
+            };
+            ring.reap(max, |c| match c.result {
                 Ok(()) => tally.add(c.latency, self.block_size),
                 Err(e) => {
                     let what = if op == Op::Write { "write" } else { "read" };
@@ -462,6 +472,51 @@ mod tests {
             Err(ProbeError::Unsupported(why)) => eprintln!("skipping: {why}"),
             Err(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn each_replacement_is_submitted_before_the_next_completion_is_reaped() {
+        let dir = TestDir::new_on_disk("worker-refill");
+        let depth = 8;
+        let spec = ProbeSpec {
+            engine: IoEngine::IoUring,
+            iodepth: depth,
+            ..spec(dir.path(), Workload::Randread)
+        };
+        let scratch = scratch_for(&spec);
+        let mut w = match Worker::prepare(&spec, &scratch, 0, 3) {
+            Ok(w) => w,
+            Err(ProbeError::Unsupported(why)) => return eprintln!("skipping: {why}"),
+            Err(e) => panic!("{e}"),
+        };
+        let Some(Io::Queued(mut ring)) = w.io.take() else {
+            panic!("an io_uring spec makes a queued worker")
+        };
+        let stop = AtomicBool::new(false);
+        let (progress, epoch) = (Progress::default(), AtomicU64::new(0));
+        let mut tally = Tally::new(&progress, &epoch);
+        let error = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.store(true, Ordering::SeqCst);
+            });
+            w.run_queued(&mut ring, &stop, &mut tally)
+        });
+        assert!(error.is_none(), "{error:?}");
+        let (ops, _, histogram) = tally.finish();
+        let c = ring.counts();
+        assert!(ops > 100, "{ops} reads in 200 ms");
+        assert_eq!(histogram.count(), ops);
+        // every request went to the kernel once, in an enter of its own, and
+        // came back once; none is left
+        assert_eq!((c.submitted, c.reaped), (ops, ops), "{c:?}");
+        assert_eq!(c.submitting_enters, c.submitted, "{c:?}");
+        assert_eq!(ring.in_flight(), 0);
+        // a completion is reaped only once every earlier one's replacement
+        // is on its way, except in the drain after the stop, where no
+        // replacement is made (reaping a burst of completions before
+        // replacing them would count about ops * (1 - 1/burst))
+        assert!(c.reaped_behind_a_free_slot < u64::from(depth), "{c:?}");
     }
 
     #[test]
