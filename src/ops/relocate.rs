@@ -7,6 +7,8 @@
 //! storlab.relocations inside the caller's transaction, so an error or a
 //! cancel leaves every relation where it was and no row behind.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use pgrx::datum::TimestampWithTimeZone;
@@ -352,9 +354,10 @@ fn execute(
     // Room for the copies, before anything is locked: a move that runs the
     // target out of space fails mid-copy, and meanwhile every other writer
     // to that filesystem fails too.
-    let space = space_after_steps(&steps);
+    let folders = target_folders(&steps);
+    let space = space_after_steps(&steps, &folders);
     let call_bytes: i64 = steps.iter().filter(|s| s.rel.kind.has_storage()).map(|s| s.rel.bytes).sum();
-    let volatile = volatile_targets(&steps);
+    let volatile = volatile_targets(&folders);
     // logged relations moved onto volatile storage, by target: said once the
     // moves are done (a move that fails its lock moved nothing)
     let mut onto_volatile: std::collections::BTreeMap<String, Vec<String>> = Default::default();
@@ -557,23 +560,29 @@ fn execute(
 
 /// The target tablespaces of the steps that are on storage a reboot
 /// empties (tmpfs, ramfs, zram), with their filesystem and device.
-fn volatile_targets(steps: &[Step]) -> std::collections::HashMap<String, String> {
-    let mut out = std::collections::HashMap::new();
-    let mut seen = std::collections::HashSet::new();
-    for s in steps {
-        if !seen.insert(s.to.clone()) {
-            continue;
-        }
-        let Ok(target) = resolve(&s.to) else { continue };
-        if let Ok(f) = crate::env::facts(&target.folder) {
+fn volatile_targets(folders: &HashMap<String, PathBuf>) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for (ts, folder) in folders {
+        if let Ok(f) = crate::env::facts(folder) {
             if crate::env::is_volatile(&f.fs_type, &f.device) {
                 let what = if f.device == f.fs_type {
                     f.fs_type.clone()
                 } else {
                     format!("{} on {}", f.fs_type, f.device)
                 };
-                out.insert(s.to.clone(), what);
+                out.insert(ts.clone(), what);
             }
+        }
+    }
+    out
+}
+
+/// The folder of each tablespace the steps move to, resolved once.
+fn target_folders(steps: &[Step]) -> HashMap<String, PathBuf> {
+    let mut out = HashMap::new();
+    for s in steps {
+        if !out.contains_key(&s.to) {
+            out.insert(s.to.clone(), resolve(&s.to).or_raise().folder);
         }
     }
     out
@@ -582,18 +591,14 @@ fn volatile_targets(steps: &[Step]) -> std::collections::HashMap<String, String>
 /// For each step that copies (a relation with storage), the target's
 /// folder and the space its filesystem has left after the whole call's
 /// copies (see crate::relocate::space_after).
-fn space_after_steps(steps: &[Step]) -> Vec<Option<(std::path::PathBuf, SpaceAfter)>> {
-    let mut folders = std::collections::HashMap::new();
+fn space_after_steps(steps: &[Step], folders: &HashMap<String, PathBuf>) -> Vec<Option<(PathBuf, SpaceAfter)>> {
     let mut moves = Vec::new();
     let mut index = Vec::new();
     for (i, s) in steps.iter().enumerate() {
         if !s.rel.kind.has_storage() {
             continue;
         }
-        let folder = folders
-            .entry(s.to.clone())
-            .or_insert_with(|| resolve(&s.to).or_raise().folder)
-            .clone();
+        let folder = folders[&s.to].clone();
         let (fs, free) = match (space::device_id(&folder), space::fs_space(&folder)) {
             (Ok(fs), Ok(sp)) => (fs, sp.avail_bytes),
             (Err(e), _) | (_, Err(e)) => Error::new(
@@ -605,7 +610,7 @@ fn space_after_steps(steps: &[Step]) -> Vec<Option<(std::path::PathBuf, SpaceAft
         moves.push((fs, free, s.rel.bytes.max(0) as u64));
         index.push((i, folder));
     }
-    let mut out: Vec<Option<(std::path::PathBuf, SpaceAfter)>> = vec![None; steps.len()];
+    let mut out: Vec<Option<(PathBuf, SpaceAfter)>> = vec![None; steps.len()];
     for ((i, folder), after) in index.into_iter().zip(space_after(&moves, min_free_bytes())) {
         out[i] = Some((folder, after));
     }
