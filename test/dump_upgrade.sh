@@ -2,7 +2,7 @@
 # Stored results are the user's data (TAP output, run by scripts/test with prove):
 #   1. pg_dump / pg_restore of a database keeps every stored probe, move, job,
 #      run and progress row, and the sequences go on after the restored ids;
-#   2. a server on each earlier release (0.1.0 .. 0.4.0) with stored results
+#   2. a server on each earlier release (0.1.0 .. 0.5.0) with stored results
 #      runs ALTER EXTENSION storlab UPDATE: the rows are intact, and the
 #      extension's objects are exactly a fresh install's, as
 #      pg_dump --schema-only --binary-upgrade prints them.
