@@ -18,7 +18,9 @@ use std::path::Path;
 use pgrx::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::run::{connection, pg_stat_statements_schema, psql, psql_commands, store_detail, JobEnd};
+use super::run::{
+    connection, pg_stat_statements_schema, psql, psql_commands, store_detail, with_env, JobEnd,
+};
 use super::{as_caller, bookkeeping, Job};
 use crate::ops::relocate::lock_holders;
 use crate::ops::server::{hostname, system_identifier};
@@ -111,17 +113,6 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
         );
     }
     Ok(())
-}
-
-/// Runs `f` with an environment variable set for the child programs it
-/// starts (the worker is single-threaded; only its children read it).
-fn with_env<T>(name: &str, value: &str, f: impl FnOnce() -> T) -> T {
-    // SAFETY: the worker is single-threaded; only its children read this
-    unsafe { std::env::set_var(name, value) };
-    let out = f();
-    // SAFETY: as above
-    unsafe { std::env::remove_var(name) };
-    out
 }
 
 /// Cancels the job's own client sessions still running a statement (by pid,

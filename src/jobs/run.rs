@@ -163,14 +163,20 @@ fn run_pgbench_with(
 /// Runs `f` (which starts a client program) with PGOPTIONS set to
 /// `pgoptions`, and only then.
 fn with_pgoptions<R>(pgoptions: Option<&str>, f: impl FnOnce() -> R) -> R {
-    let Some(options) = pgoptions else {
-        return f();
-    };
-    // SAFETY: the worker is single-threaded; only its child reads this
-    unsafe { std::env::set_var("PGOPTIONS", options) };
+    match pgoptions {
+        Some(options) => with_env("PGOPTIONS", options, f),
+        None => f(),
+    }
+}
+
+/// Runs `f` with an environment variable set for the client programs it
+/// starts, and only then.
+pub(super) fn with_env<R>(name: &str, value: &str, f: impl FnOnce() -> R) -> R {
+    // SAFETY: the worker is single-threaded; only its children read this
+    unsafe { std::env::set_var(name, value) };
     let out = f();
     // SAFETY: as above
-    unsafe { std::env::remove_var("PGOPTIONS") };
+    unsafe { std::env::remove_var(name) };
     out
 }
 
