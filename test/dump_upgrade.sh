@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 PG_BIN=/usr/lib/postgresql/15/bin
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
-OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0)
+OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0)
 NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

@@ -1,0 +1,2 @@
+-- storlab 0.6.0 -> 0.7.0: the storage-bound studies lab.
+-- One section per capability; each says what changed and why.
