@@ -71,6 +71,12 @@ pub struct Experiment {
     pub order: Order,
     /// How long each move waits for its lock.
     pub lock_timeout_ms: u64,
+    /// Keep pgbench's tables when the database already holds them whole at
+    /// this scale and fillfactor, instead of a fresh `pgbench -i`: on slow
+    /// storage an initialisation takes minutes (its ANALYZE alone reads
+    /// 30,000 random pages). Absent from experiments stored before it.
+    #[serde(default)]
+    pub reuse_tables: bool,
     /// pgbench options of every run (protocol, rate...), as for bench_start.
     pub run: RunOptions,
 }
@@ -82,7 +88,7 @@ pub enum Step {
     Init { fillfactor: i32 },
     /// Apply a layout and record the size of every relation under it.
     Sizes { fillfactor: i32, layout: usize },
-    /// Apply a layout, VACUUM ANALYZE, CHECKPOINT, warm up, measure.
+    /// Apply a layout, VACUUM, CHECKPOINT, warm up, measure.
     Run {
         fillfactor: i32,
         repetition: i32,
@@ -93,7 +99,7 @@ pub enum Step {
 
 /// The keys of `options` that belong to the experiment; the others are
 /// pgbench run options (RunOptions).
-const EXPERIMENT_OPTIONS: [&str; 3] = ["baseline", "order", "lock_timeout_ms"];
+const EXPERIMENT_OPTIONS: [&str; 4] = ["baseline", "order", "lock_timeout_ms", "reuse_tables"];
 const PLACEMENT_KEYS: [&str; 4] = ["tables", "indexes", "temp", "settings"];
 
 /// The arguments of experiment_start, as the SQL function received them.
@@ -152,6 +158,12 @@ impl Experiment {
                         "option lock_timeout_ms = {v}: between 1 and 3600000 (one hour)"
                     ))
                 })?,
+        };
+        let reuse_tables = match options.get("reuse_tables") {
+            None => false,
+            Some(v) => v.as_bool().ok_or_else(|| {
+                invalid(format!("option reuse_tables = {v}: true or false"))
+            })?,
         };
         let mut layouts = parse_layouts(a.layouts)?;
         if let Some(b) = options.get("baseline") {
@@ -234,6 +246,7 @@ impl Experiment {
             fillfactors: a.fillfactors,
             order,
             lock_timeout_ms,
+            reuse_tables,
             run,
         })
     }
@@ -838,10 +851,25 @@ mod tests {
     #[test]
     fn experiments_round_trip_through_json() {
         let l = two();
-        let o = json!({"order": "fixed", "lock_timeout_ms": 100});
+        let o = json!({"order": "fixed", "lock_timeout_ms": 100, "reuse_tables": true});
         let e = Experiment::new(args(&l, &o)).unwrap();
         let back: Experiment = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
         assert_eq!(back, e);
         assert_eq!(back.lock_timeout_ms, 100);
+        assert!(back.reuse_tables);
+    }
+
+    #[test]
+    fn reuse_tables_is_a_boolean_absent_from_older_experiments() {
+        let l = two();
+        let e = Experiment::new(args(&l, &json!({}))).unwrap();
+        assert!(!e.reuse_tables);
+        let err = Experiment::new(args(&l, &json!({"reuse_tables": "yes"}))).unwrap_err();
+        assert!(err.to_string().contains("reuse_tables"), "{err}");
+        // an experiment stored by 0.6.0 has no such key
+        let mut stored = serde_json::to_value(&e).unwrap();
+        stored.as_object_mut().unwrap().remove("reuse_tables");
+        let back: Experiment = serde_json::from_value(stored).unwrap();
+        assert!(!back.reuse_tables);
     }
 }
