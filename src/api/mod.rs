@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod latency;
 pub mod probe;
 pub mod relocate;
+pub mod samples;
 pub mod suite;
 pub mod tablespaces;
 

@@ -4,4 +4,5 @@ pub mod checks;
 pub mod compare;
 pub mod experiment;
 pub mod latency;
+pub mod samples;
 pub mod stats;

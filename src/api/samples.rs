@@ -1,0 +1,66 @@
+//! `storlab.compare_samples(a, b)`: two sets of repeated figures compared
+//! with the statistics of `experiment_report` (mean and 95 % interval of
+//! each, change of b against a, Welch's p). The studies use it for probes
+//! they repeat; a DBA can use it for any figures measured several times.
+
+use pgrx::prelude::*;
+
+use crate::ops::error::{invalid, required, OrRaise};
+use crate::report::samples::compare;
+
+fn values(v: Option<Vec<Option<f64>>>, what: &str) -> Vec<f64> {
+    let v: Vec<f64> = required(v, what)
+        .into_iter()
+        .map(|x| x.unwrap_or_else(|| invalid(format!("{what} must not contain NULL")).raise()))
+        .collect();
+    if v.is_empty() {
+        invalid(format!("{what} must hold at least one value")).raise();
+    }
+    if let Some(x) = v.iter().find(|x| !x.is_finite()) {
+        invalid(format!("{what} must hold finite values, not {x}")).raise();
+    }
+    v
+}
+
+/// b compared with a: `change_pct` is b's mean against a's, in percent;
+/// `p_value` is Welch's two-sided test (NULL below two values on a side),
+/// `significant` is p < 0.05, the rule of `experiment_report`.
+#[pg_extern(immutable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
+fn compare_samples(
+    a: Option<Vec<Option<f64>>>,
+    b: Option<Vec<Option<f64>>>,
+) -> TableIterator<
+    'static,
+    (
+        name!(n_a, i32),
+        name!(mean_a, f64),
+        name!(ci95_low_a, Option<f64>),
+        name!(ci95_high_a, Option<f64>),
+        name!(n_b, i32),
+        name!(mean_b, f64),
+        name!(ci95_low_b, Option<f64>),
+        name!(ci95_high_b, Option<f64>),
+        name!(change_pct, Option<f64>),
+        name!(p_value, Option<f64>),
+        name!(significant, Option<bool>),
+    ),
+> {
+    let (a, b) = (values(a, "a"), values(b, "b"));
+    let c = compare(&a, &b)
+        .ok_or_else(|| invalid("a and b must each hold at least one value"))
+        .or_raise();
+    TableIterator::once((
+        c.a.n as i32,
+        c.a.mean,
+        c.a.ci95_low,
+        c.a.ci95_high,
+        c.b.n as i32,
+        c.b.mean,
+        c.b.ci95_low,
+        c.b.ci95_high,
+        c.change_pct,
+        c.p_value,
+        c.significant,
+    ))
+}
