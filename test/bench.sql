@@ -208,7 +208,7 @@ CREATE TEMP VIEW pgbench_places AS
 SELECT batch_id AS branches_batch FROM storlab.move('pgbench_branches', 'lab_disk') LIMIT 1 \gset
 CREATE TEMP TABLE before_run AS SELECT clock_timestamp() AS t;
 SELECT batch_id AS tellers_batch FROM storlab.move('pgbench_tellers', 'lab_disk') LIMIT 1 \gset
-CREATE TABLE tap_bystander (id int PRIMARY KEY);
+CREATE TABLE tap_unguarded (id int PRIMARY KEY);
 SELECT storlab.bench_start('select-only', 1, 1, '6 s') AS guarded_run \gset
 SELECT ok(pg_temp.started(:guarded_run), 'a run has started');
 CREATE TEMP TABLE guard_before AS
@@ -230,7 +230,7 @@ SELECT throws_ok($$SELECT storlab.move_indexes_online('pgbench_accounts', 'lab_r
                  'and move_indexes_online() of its table');
 SELECT is((SELECT places FROM pgbench_places), (SELECT places FROM guard_before), 'nothing of pgbench''s moved');
 SELECT is((SELECT count(*) FROM storlab.relocations), (SELECT moves FROM guard_before), 'and no move was recorded');
-SELECT is((SELECT count(*) FROM storlab.move('tap_bystander', 'lab_ram')), 2::bigint,
+SELECT is((SELECT count(*) FROM storlab.move('tap_unguarded', 'lab_ram')), 2::bigint,
           'a relation no job uses still moves during the run');
 SELECT is((SELECT count(*) FROM storlab.move('pgbench_accounts', 'lab_ram', dry_run => true)), 2::bigint,
           'and a dry run of a used one is still described (it moves nothing)');
@@ -238,7 +238,7 @@ CALL storlab.wait(:guarded_run);
 SELECT is((SELECT invalid FROM storlab.bench_runs WHERE id = :guarded_run), NULL, 'the run is valid');
 SELECT is((SELECT count(*) FROM storlab.undo_batch(:tellers_batch)), 2::bigint, 'once it is over, moves go through again');
 SELECT is((SELECT count(*) FROM storlab.undo_batch(:branches_batch)), 2::bigint, 'each of them');
-DROP TABLE tap_bystander;
+DROP TABLE tap_unguarded;
 
 -- A move made outside storlab during a run (a plain ALTER TABLE) is found
 -- at its end: the run is stored invalid, and says so.
