@@ -4,7 +4,7 @@
 -- CALL storlab.wait commits as it polls.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(39);
+SELECT plan(57);
 
 -- Waits (up to 20 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -187,5 +187,70 @@ SELECT throws_ok(format('CALL storlab.wait(%s)', :late_job), '55000', NULL, 'CAL
 ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid);
 SELECT throws_ok(format('CALL storlab.wait(%s)', :bad_job), '38000', NULL,
                  'a failure outside PostgreSQL (pgbench''s exit) is raised as 38000');
+
+-- A run measures the layout it records: while a run uses pgbench's tables,
+-- storlab's own moves of them (tables, indexes, a whole schema, an undo, a
+-- restore, an online index move) are refused at the call with 55006, naming
+-- the job and the relation, and nothing moves; other relations still move.
+CREATE FUNCTION pg_temp.started(job bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1 .. 200 LOOP
+    IF EXISTS (SELECT FROM storlab.bench_runs WHERE id = job AND started_at IS NOT NULL) THEN
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN false;
+END $$;
+CREATE TEMP VIEW pgbench_places AS
+  SELECT string_agg(format('%s=%s', relation, tablespace), ' ' ORDER BY relation::text) AS places
+    FROM storlab.layout('public') WHERE relation::text ~ '^pgbench_';
+SELECT batch_id AS branches_batch FROM storlab.move('pgbench_branches', 'lab_disk') LIMIT 1 \gset
+CREATE TEMP TABLE before_run AS SELECT clock_timestamp() AS t;
+SELECT batch_id AS tellers_batch FROM storlab.move('pgbench_tellers', 'lab_disk') LIMIT 1 \gset
+CREATE TABLE tap_unguarded (id int PRIMARY KEY);
+SELECT storlab.bench_start('select-only', 1, 1, '6 s') AS guarded_run \gset
+SELECT ok(pg_temp.started(:guarded_run), 'a run has started');
+CREATE TEMP TABLE guard_before AS
+  SELECT (SELECT places FROM pgbench_places) AS places, (SELECT count(*) FROM storlab.relocations) AS moves;
+SELECT throws_ok($$SELECT storlab.move('pgbench_accounts', 'lab_ram')$$, '55006', NULL,
+                 'move() of a table the run uses is refused (55006)');
+SELECT throws_like($$SELECT storlab.move('pgbench_accounts', 'lab_ram')$$,
+                   format('cannot move table public.pgbench_accounts: storlab job %s (bench, running, role %s) uses it%%',
+                          :guarded_run, current_user),
+                   'naming the relation, the job, its kind and its role');
+SELECT throws_ok($$SELECT storlab.move('pgbench_accounts_pkey', 'lab_ram')$$, '55006', NULL,
+                 'so is a move of one of its indexes');
+SELECT throws_ok($$SELECT storlab.apply_layout('lab_ram', 'lab_ram')$$, '55006', NULL,
+                 'and apply_layout() of the schema the run uses, whole');
+SELECT throws_ok(format('SELECT storlab.undo_batch(%s)', :branches_batch), '55006', NULL, 'and undo_batch()');
+SELECT throws_ok(format($$SELECT storlab.restore_layout(%L)$$, (SELECT t FROM before_run)), '55006', NULL,
+                 'and restore_layout()');
+SELECT throws_ok($$SELECT storlab.move_indexes_online('pgbench_accounts', 'lab_ram')$$, '55006', NULL,
+                 'and move_indexes_online() of its table');
+SELECT is((SELECT places FROM pgbench_places), (SELECT places FROM guard_before), 'nothing of pgbench''s moved');
+SELECT is((SELECT count(*) FROM storlab.relocations), (SELECT moves FROM guard_before), 'and no move was recorded');
+SELECT is((SELECT count(*) FROM storlab.move('tap_unguarded', 'lab_ram')), 2::bigint,
+          'a relation no job uses still moves during the run');
+SELECT is((SELECT count(*) FROM storlab.move('pgbench_accounts', 'lab_ram', dry_run => true)), 2::bigint,
+          'and a dry run of a used one is still described (it moves nothing)');
+CALL storlab.wait(:guarded_run);
+SELECT is((SELECT invalid FROM storlab.bench_runs WHERE id = :guarded_run), NULL, 'the run is valid');
+SELECT is((SELECT count(*) FROM storlab.undo_batch(:tellers_batch)), 2::bigint, 'once it is over, moves go through again');
+SELECT is((SELECT count(*) FROM storlab.undo_batch(:branches_batch)), 2::bigint, 'each of them');
+DROP TABLE tap_unguarded;
+
+-- A move made outside storlab during a run (a plain ALTER TABLE) is found
+-- at its end: the run is stored invalid, and says so.
+SELECT storlab.bench_start('select-only', 1, 1, '3 s') AS moved_run \gset
+SELECT ok(pg_temp.started(:moved_run), 'a second run has started');
+ALTER TABLE pgbench_branches SET TABLESPACE lab_disk;
+CALL storlab.wait(:moved_run);
+SELECT alike((SELECT invalid FROM storlab.bench_runs WHERE id = :moved_run),
+             '%pgbench_branches was moved from % to lab_disk while it ran%',
+             'a table moved by hand during a plain run makes the run invalid');
+SELECT alike((SELECT detail->>'run_invalid' FROM storlab.jobs WHERE id = :moved_run),
+             '%pgbench_branches was moved%', 'and its job says so in storlab.jobs');
+ALTER TABLE pgbench_branches SET TABLESPACE pg_default;
 
 SELECT * FROM finish();

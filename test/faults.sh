@@ -140,7 +140,7 @@ kill -KILL "$pid"
 sleep 1
 restart_settled
 is "$(sql -d "$DB" -c "SELECT status || ': ' || current_action FROM storlab.experiments WHERE id = $exp")" \
-  "failed: failed at step 3 of 3 (repetition 1/1, layout disk, clients 1: measured run): its worker exited before finishing it; pgbench's relations are placed as layout disk" \
+  "failed: failed at step 3 of 3 (repetition 1/1, layout disk, clients 1: measured run): its worker exited before finishing it; pgbench's relations were last placed as layout disk (storlab.layout() shows where they are now)" \
   "SIGKILL of an experiment's worker: the experiment says where it stopped, not that it runs"
 sql -d "$DB" -c "SELECT storlab.job_status($exp)" >/dev/null
 is "$(sql -d "$DB" -c "SELECT count(*) FILTER (WHERE finished_at IS NOT NULL AND invalid LIKE 'its job''s worker exited before the run finished%')

@@ -60,9 +60,11 @@ SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_sizes', '');
 CREATE VIEW storlab.experiments AS
 SELECT e.id, e.name, j.status, j.args, e.current_step, e.steps_total,
        CASE WHEN j.status = 'failed' AND r.status IN ('queued', 'running', 'cancelling')
-            THEN format('failed at step %s of %s (%s): its worker exited before finishing it; pgbench''s relations are placed as %s',
+            -- where the relations were last observed placed: a past fact,
+            -- since the worker that would observe them now is gone
+            THEN format('failed at step %s of %s (%s): its worker exited before finishing it; pgbench''s relations were last placed %s (storlab.layout() shows where they are now)',
                         e.current_step + 1, e.steps_total, coalesce(e.current_action, 'starting'),
-                        coalesce('layout ' || e.layout_applied, 'pgbench -i left them'))
+                        coalesce('as layout ' || e.layout_applied, 'by pgbench -i or a move'))
             ELSE e.current_action END AS current_action,
        j.started_at, j.finished_at, j.error, e.system_identifier, e.hostname,
        e.layout_applied, j.role, e.created_at

@@ -668,7 +668,10 @@ fn run_tps(experiment: i64, layout: &str, fillfactor: i32, clients: i32) -> Vec<
     Spi::get_one_with_args::<Vec<f64>>(
         "SELECT coalesce(array_agg(tps ORDER BY id), '{}') FROM storlab.bench_runs
           WHERE experiment_id = $1 AND experiment_layout = $2 AND fillfactor = $3 AND clients = $4
-            AND NOT warmup AND tps IS NOT NULL",
+            AND NOT warmup AND tps IS NOT NULL
+            -- a run whose observations disagree (bench_runs.invalid) is
+            -- left out, as experiment_report leaves it out
+            AND invalid IS NULL",
         &[
             experiment.into(),
             layout.into(),

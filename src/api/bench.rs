@@ -169,6 +169,14 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
         )
         .raise();
     }
+    // the indexes of a table a running benchmark or experiment uses stay
+    // where its run records them (55006)
+    jobs::pgbench_relations_free(
+        &[(relation.0, format!("the indexes of table {name}"))],
+        None,
+        std::time::Duration::from_secs(5),
+    )
+    .or_raise();
     // What the job (another session, REINDEX CONCURRENTLY) cannot do is
     // refused or said here, before anything runs.
     let (temporary, stays, movable) = Spi::get_three_with_args::<bool, String, i64>(

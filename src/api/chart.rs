@@ -131,7 +131,8 @@ fn run(id: i64, title: Option<String>) -> chart::Result<String> {
     let what = stored_text(
         "benchmark run",
         id,
-        "SELECT (SELECT format('Run %s: %s, %s clients%s', id, script, clients, ' (' || label || ')')
+        "SELECT (SELECT format('Run %s: %s, %s clients%s%s', id, script, clients, ' (' || label || ')',
+                               ', invalid: ' || invalid)
                    FROM storlab.bench_runs WHERE id = $1)",
     );
     let points = Spi::connect(|c| {

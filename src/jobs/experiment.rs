@@ -24,7 +24,7 @@ use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::pgbench::scripts::quote_ident;
 use crate::request::bench::BenchInit;
-use crate::report::experiment::Expected;
+use crate::report::experiment::{placement_sentence, Expected, Observation};
 use crate::request::experiment::{pgoptions, session_settings, Experiment, Step};
 use crate::sqltypes::Name;
 
@@ -292,11 +292,39 @@ fn place(job: &Job, e: &Experiment, step: Step, i: usize, layout: usize) -> Resu
             &schema,
             timeout,
             &label,
+            job.id,
         );
         Ok(())
     });
-    set_layout_applied(job, Some(&l.name));
+    // what the placement did, observed: the layout counts as applied only
+    // when every relation is where it puts them, and status texts later
+    // compare with this observation (placement_now), not with the request
+    let seen = run::observe(&schema);
+    let holds = |rels: &std::collections::BTreeMap<String, String>, want: &Option<String>| {
+        want.as_ref().is_none_or(|w| rels.values().all(|t| t == w))
+    };
+    let applied = holds(&seen.tables, &l.placement.tables) && holds(&seen.indexes, &l.placement.indexes);
+    set_layout_applied(job, applied.then_some(l.name.as_str()));
+    run::store_detail(
+        job,
+        serde_json::json!({ "placed": if applied { serde_json::to_value(&seen).unwrap_or_default() } else { serde_json::Value::Null } }),
+    );
     Ok(())
+}
+
+/// Where pgbench's relations are now, for a status text: observed now and
+/// compared with what was observed when the last layout was applied.
+pub(super) fn placement_now(job_id: i64) -> String {
+    let (layout, placed) = bookkeeping(|| {
+        Spi::get_two_with_args::<String, JsonB>(
+            "SELECT e.layout_applied, j.detail->'placed' FROM storlab.experiment_records e
+               JOIN storlab.job_records j ON j.id = e.id WHERE e.id = $1",
+            &[job_id.into()],
+        )
+    });
+    let placed: Option<Observation> = placed.and_then(|p| serde_json::from_value(p.0).ok());
+    let now = run::pgbench_schema().map(|s| run::observe(&s)).unwrap_or_default();
+    placement_sentence(layout.as_deref(), placed.as_ref(), &now)
 }
 
 /// Are pgbench's tables as pgbench -i leaves them at this scale and

@@ -28,7 +28,7 @@ use pgrx::prelude::*;
 
 use crate::ops::identity::{as_owner, pinned};
 use crate::ops::jobs as ops_jobs;
-use crate::request::job::JobArgs;
+use crate::request::job::{JobArgs, JobSpec};
 
 /// The worker's entry point (named in launch()).
 #[pg_guard]
@@ -100,15 +100,27 @@ fn work(job_id: i64, creator: Option<u64>) {
     if row.status != "queued" {
         return; // cancelled before it started
     }
+    // Where this job's pgbench finds its tables, stored as the job turns
+    // 'running': storlab's moves refuse those relations while it runs
+    // (ops::jobs::pgbench_relations_free). pgbench -i may make them
+    // elsewhere: a bench_init job (or one that finds none) claims every
+    // schema's.
+    let schema = match &job.args.spec {
+        JobSpec::Bench(_) | JobSpec::Experiment(_) => run::pgbench_schema().ok(),
+        _ => None,
+    };
     // Jobs on this database's pgbench tables exclude each other; the caller
     // checked when it started the job, this checks again in a transaction
     // of its own (a caller at REPEATABLE READ may not have seen the other).
+    // The lock also keeps the job from starting while a storlab move of
+    // its relations is between its check and its commit.
     let start = bookkeeping(|| {
         if job.args.spec.uses_pgbench_tables() {
             Spi::run(ops_jobs::PGBENCH_TABLES_LOCK)?;
-            if let Some(other) =
-                Spi::get_one_with_args::<String>(ops_jobs::PGBENCH_TABLES_USER, &[job_id.into()])?
-            {
+            if let Some(other) = Spi::get_one_with_args::<String>(
+                &ops_jobs::pgbench_tables_user_query(),
+                &[job_id.into()],
+            )? {
                 return Ok(Start::Busy(other));
             }
         }
@@ -117,11 +129,14 @@ fn work(job_id: i64, creator: Option<u64>) {
         let started = Spi::get_one_with_args::<bool>(
             "WITH s AS (
                UPDATE storlab.job_records SET status = 'running', worker_pid = pg_catalog.pg_backend_pid(),
-                      started_at = pg_catalog.clock_timestamp()
+                      started_at = pg_catalog.clock_timestamp(),
+                      detail = CASE WHEN $2::text IS NULL THEN detail OPERATOR(pg_catalog.-) 'pgbench_schema'
+                                    ELSE coalesce(detail, '{}') OPERATOR(pg_catalog.||)
+                                         pg_catalog.jsonb_build_object('pgbench_schema', $2::text) END
                 WHERE id = $1 AND status = 'queued'
                 RETURNING 1)
              SELECT EXISTS (SELECT FROM s)",
-            &[job_id.into()],
+            &[job_id.into(), schema.clone().into()],
         )?;
         Ok(if started == Some(true) {
             Start::Started
@@ -179,6 +194,15 @@ fn finish_with(
     sqlstate: Option<String>,
     detail: Option<String>,
 ) {
+    // an experiment that stops says where its relations are, as observed
+    // now (not as its last layout asked)
+    let is_experiment = bookkeeping(|| {
+        Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1)",
+            &[job_id.into()],
+        )
+    }) == Some(true);
+    let placement = (is_experiment && status != "done").then(|| experiment::placement_now(job_id));
     bookkeeping(|| {
         Spi::run_with_args(
             "UPDATE storlab.job_records
@@ -207,11 +231,10 @@ fn finish_with(
         // where its relations are
         Spi::run_with_args(
             "UPDATE storlab.experiment_records
-                SET current_action = pg_catalog.format('%s at step %s of %s (%s); pgbench''s relations are placed as %s',
-                        $2, current_step OPERATOR(pg_catalog.+) 1, steps_total, coalesce(current_action, 'starting'),
-                        coalesce('layout ' OPERATOR(pg_catalog.||) layout_applied, 'pgbench -i left them'))
+                SET current_action = pg_catalog.format('%s at step %s of %s (%s); pgbench''s relations are placed %s',
+                        $2, current_step OPERATOR(pg_catalog.+) 1, steps_total, coalesce(current_action, 'starting'), $3)
               WHERE id = $1 AND $2 OPERATOR(pg_catalog.<>) 'done'",
-            &[job_id.into(), status.into()],
+            &[job_id.into(), status.into(), placement.into()],
         )
     });
 }

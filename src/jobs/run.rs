@@ -703,6 +703,11 @@ pub(super) fn bench(
         }
         Ok(())
     });
+    // a run of its own (not an experiment's) says it in its job's row
+    // (storlab.jobs), and job_status() with a NOTICE: reports leave it out
+    if let (true, Some(why)) = (run_id == job.id, &invalid) {
+        store_detail(job, serde_json::json!({ "run_invalid": why }));
+    }
     Ok(())
 }
 

@@ -80,28 +80,46 @@ pub fn sweep_dead_jobs() {
 }
 
 /// The advisory lock that serializes the start of jobs on one database's
-/// pgbench tables (held to the end of the transaction that takes it).
+/// pgbench tables (held to the end of the transaction that takes it). A
+/// job's start (the caller's, and its worker's when it turns the job
+/// 'running') takes it exclusively; storlab's moves of pgbench's relations
+/// take it shared ([`pgbench_relations_free`]), so that moves do not wait
+/// for each other, but a job never starts between a move's check and the
+/// move's commit.
 pub const PGBENCH_TABLES_LOCK: &str =
     "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('storlab: pgbench tables of ' || pg_catalog.current_database(), 0))";
 
-/// The job that uses this database's pgbench tables, if any: a running one,
-/// or a queued one (for a worker given as $1: one queued before it).
-pub const PGBENCH_TABLES_USER: &str = "
-    SELECT (SELECT pg_catalog.format('storlab job %s (%s, %s)', j.id, j.kind, j.status)
+/// The one rule of which jobs use a database's pgbench tables, as a
+/// relation (id, kind, status, role, schema): a running one, or a queued
+/// one (for a worker given as $1: one queued before it), of kind
+/// bench_init, bench or experiment, other than $1. `schema` is where its
+/// worker found pgbench's tables when it started (NULL while it is queued:
+/// it may use those of any schema).
+const PGBENCH_TABLE_USERS: &str = "
+    SELECT j.id, j.kind, j.status, j.role, j.detail->>'pgbench_schema' AS schema
       FROM storlab.jobs j
      WHERE j.database = pg_catalog.current_database() AND j.kind IN ('bench_init', 'bench', 'experiment')
        AND (j.status IN ('running', 'cancelling') OR (j.status = 'queued' AND ($1 = 0 OR j.id < $1)))
-       AND j.id <> $1
-     ORDER BY j.id LIMIT 1)";
+       AND j.id <> $1";
+
+/// How a job of [`PGBENCH_TABLE_USERS`] is named in a message (`u` its row).
+const JOB_NAME: &str = "pg_catalog.format('storlab job %s (%s, %s, role %s)', u.id, u.kind, u.status, u.role)";
+
+/// The job that uses this database's pgbench tables, if any (see
+/// [`PGBENCH_TABLE_USERS`]), named.
+pub fn pgbench_tables_user_query() -> String {
+    format!("SELECT (SELECT {JOB_NAME} FROM ({PGBENCH_TABLE_USERS}) u ORDER BY u.id LIMIT 1)")
+}
 
 /// Jobs on one database's pgbench tables exclude each other: pgbench -i
 /// drops the tables a running benchmark uses, and two runs at once measure
 /// each other. A start waits (bounded by lock_timeout) only for another
-/// start's transaction to end, then refuses while a job is using them.
+/// start's transaction, or a move of pgbench's relations, to end, then
+/// refuses while a job is using them.
 fn pgbench_tables_free() -> Result<(), Error> {
     let busy = as_owner(|| {
         Spi::run(PGBENCH_TABLES_LOCK)?;
-        Spi::get_one_with_args::<String>(PGBENCH_TABLES_USER, &[0i64.into()])
+        Spi::get_one_with_args::<String>(&pgbench_tables_user_query(), &[0i64.into()])
     })
     .map_err(spi("checking running jobs"))?;
     match busy {
@@ -112,6 +130,166 @@ fn pgbench_tables_free() -> Result<(), Error> {
         )
         .with_hint("Wait for it with CALL storlab.wait(id), or stop it with storlab.cancel(id).")),
     }
+}
+
+/// The relations of pgbench (its four tables, storlab's append table, the
+/// partitions of a partitioned pgbench_accounts, their indexes, TOAST
+/// tables and TOAST indexes) that a job of [`PGBENCH_TABLE_USERS`] uses,
+/// among the oids in $2: (job named, relation oid), one row per relation,
+/// naming the first job. A job uses those of the schema it found them in;
+/// a queued one (no schema yet) those of any schema.
+fn used_relations_query() -> String {
+    format!(
+        "WITH RECURSIVE users AS ({PGBENCH_TABLE_USERS}),
+         tables AS (
+           SELECT c.oid, n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relname OPERATOR(pg_catalog.~) '^(pgbench_(accounts|branches|tellers|history)|storlab_bench_append)$'
+              AND c.relkind IN ('r', 'p')
+           UNION
+           SELECT i.inhrelid, t.nspname FROM pg_catalog.pg_inherits i JOIN tables t ON i.inhparent = t.oid),
+         rels AS (
+           SELECT t.oid, t.nspname FROM tables t
+           UNION ALL SELECT c.reltoastrelid, t.nspname FROM tables t JOIN pg_catalog.pg_class c ON c.oid = t.oid
+                      WHERE c.reltoastrelid <> 0
+           UNION ALL SELECT i.indexrelid, t.nspname FROM tables t JOIN pg_catalog.pg_index i ON i.indrelid = t.oid
+           UNION ALL SELECT i.indexrelid, t.nspname FROM tables t JOIN pg_catalog.pg_class c ON c.oid = t.oid
+                       JOIN pg_catalog.pg_index i ON i.indrelid = c.reltoastrelid)
+         SELECT DISTINCT ON (r.oid) (SELECT {JOB_NAME} FROM users u
+                                      WHERE u.schema IS NULL OR u.schema = r.nspname ORDER BY u.id LIMIT 1),
+                r.oid
+           FROM rels r
+          WHERE r.oid = ANY ($2)
+            AND EXISTS (SELECT FROM users u WHERE u.schema IS NULL OR u.schema = r.nspname)
+          ORDER BY r.oid"
+    )
+}
+
+/// Refuses (55006) a move of relations that a running or queued job of
+/// this database uses (pgbench's tables and their indexes, TOAST included,
+/// in the schema the job uses), naming the job and the first such relation
+/// of `rels` (oid, what to call it), before anything moves. `own_job` is
+/// the job that moves them itself (an experiment placing its cells).
+///
+/// The race with a job that starts meanwhile: the check and the move must
+/// not interleave with a job's start. Both sides take the same advisory
+/// lock, [`PGBENCH_TABLES_LOCK`]: a job's start exclusively (the caller's
+/// transaction, and the worker's short transaction that turns the job
+/// 'running'), a move shared, from before this check to the end of the
+/// move's transaction. So a job becomes 'running' either before the check
+/// (which then sees it) or after the move committed (and its run observes
+/// the new layout from its start). A lock rather than a row lock on
+/// storlab.job_records: a job that does not exist yet has no row to lock.
+/// The jobs are read with the latest snapshot, not the transaction's:
+/// under REPEATABLE READ or SERIALIZABLE, the transaction's snapshot may
+/// predate a job that started before this lock was granted. The wait for
+/// the lock is bounded by the move's lock_timeout (55P03).
+pub fn pgbench_relations_free(
+    rels: &[(pg_sys::Oid, String)],
+    own_job: Option<i64>,
+    timeout: std::time::Duration,
+) -> Result<(), Error> {
+    if rels.is_empty() {
+        return Ok(());
+    }
+    let start = std::time::Instant::now();
+    loop {
+        let got = as_owner(|| {
+            Spi::get_one::<bool>(
+                "SELECT pg_catalog.pg_try_advisory_xact_lock_shared(pg_catalog.hashtextextended('storlab: pgbench tables of ' || pg_catalog.current_database(), 0))",
+            )
+        })
+        .map_err(spi("locking pgbench's tables"))?;
+        if got == Some(true) {
+            break;
+        }
+        if start.elapsed() >= timeout {
+            return Err(Error::new(
+                SqlState::LockNotAvailable,
+                format!(
+                    "could not check pgbench's tables within lock_timeout ({} ms): a storlab job is being started",
+                    timeout.as_millis()
+                ),
+            )
+            .with_detail("Nothing was moved."));
+        }
+        pg_sys::check_for_interrupts!();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let oids: Vec<pg_sys::Oid> = rels.iter().map(|r| r.0).collect();
+    let used = as_owner(|| latest_snapshot_pairs(&used_relations_query(), own_job.unwrap_or(0), &oids))
+        .map_err(|e| Error::new(SqlState::Internal, format!("storlab: checking running jobs: {e}")))?;
+    let found = rels.iter().find_map(|(oid, what)| {
+        used.iter()
+            .find(|(_, o)| o == oid)
+            .map(|(job, _)| (job.clone(), what.clone()))
+    });
+    let Some((job, what)) = found else {
+        return Ok(());
+    };
+    Err(Error::new(
+        SqlState::ObjectInUse,
+        format!("cannot move {what}: {job} uses it"),
+    )
+    .with_detail(format!(
+        "A run measures the layout it records: while {job} runs, storlab moves none of pgbench's relations it uses. Nothing was moved."
+    ))
+    .with_hint("Wait for it with CALL storlab.wait(id), or stop it with storlab.cancel(id)."))
+}
+
+/// Runs a query of two columns (text, oid) with $1 int8 and $2 oid[],
+/// under the latest snapshot (as a foreign key's check reads the rows
+/// other transactions committed since the transaction's own snapshot).
+fn latest_snapshot_pairs(
+    query: &str,
+    job: i64,
+    oids: &[pg_sys::Oid],
+) -> Result<Vec<(String, pg_sys::Oid)>, String> {
+    use pgrx::IntoDatum;
+    let query = std::ffi::CString::new(query).map_err(|e| e.to_string())?;
+    Spi::connect(|_| {
+        // SAFETY: SPI is connected (Spi::connect); the plan, its datums and
+        // the result are used within this connection, on the backend's thread.
+        unsafe {
+            let mut types = [pg_sys::INT8OID, pg_sys::OIDARRAYOID];
+            let plan = pg_sys::SPI_prepare(query.as_ptr(), 2, types.as_mut_ptr());
+            if plan.is_null() {
+                let result = pg_sys::SPI_result;
+                return Err(format!("SPI_prepare failed ({result})"));
+            }
+            let mut values = [
+                job.into_datum().expect("int8"),
+                oids.to_vec().into_datum().expect("oid[]"),
+            ];
+            let nulls = [b' ' as std::ffi::c_char, b' ' as std::ffi::c_char];
+            let rc = pg_sys::SPI_execute_snapshot(
+                plan,
+                values.as_mut_ptr(),
+                nulls.as_ptr(),
+                pg_sys::GetLatestSnapshot(),
+                std::ptr::null_mut(),
+                false,
+                false,
+                0,
+            );
+            if rc != pg_sys::SPI_OK_SELECT as i32 {
+                return Err(format!("SPI_execute_snapshot failed ({rc})"));
+            }
+            let table = pg_sys::SPI_tuptable;
+            let mut out = Vec::new();
+            for i in 0..pg_sys::SPI_processed as usize {
+                let tuple = *(*table).vals.add(i);
+                let mut isnull = false;
+                let name = pg_sys::SPI_getbinval(tuple, (*table).tupdesc, 1, &mut isnull);
+                let name = if isnull { None } else { String::from_datum(name, false) };
+                let oid = pg_sys::SPI_getbinval(tuple, (*table).tupdesc, 2, &mut isnull);
+                let oid = if isnull { None } else { pg_sys::Oid::from_datum(oid, false) };
+                if let (Some(name), Some(oid)) = (name, oid) {
+                    out.push((name, oid));
+                }
+            }
+            Ok(out)
+        }
+    })
 }
 
 /// pgbench's tables as `pgbench -i` leaves them when it finished: its last
@@ -444,6 +622,20 @@ pub fn status(job_id: i64) -> Option<(String, Option<String>, Option<String>)> {
             &[job_id.into()],
         )
     });
+    if matches!(&row, Ok((Some(s), _, _)) if s == "done") {
+        // a run that observed its relations moved while it ran is stored
+        // invalid, and left out of every report: the caller waiting for
+        // it (CALL storlab.wait, storlab.bench) is told so
+        let invalid = as_owner(|| {
+            Spi::get_one_with_args::<String>(
+                "SELECT detail->>'run_invalid' FROM storlab.job_records WHERE id = $1",
+                &[job_id.into()],
+            )
+        });
+        if let Ok(Some(why)) = invalid {
+            notice!("storlab: run {job_id} is invalid ({why}): reports leave it out");
+        }
+    }
     match row {
         Ok((Some(status), error, sqlstate)) => Some((status, error, sqlstate)),
         _ => None,

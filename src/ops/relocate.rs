@@ -18,6 +18,7 @@ use pgrx::AllocatedByRust;
 
 use super::error::{invalid, raise, spi, Error, OrRaise, SqlState};
 use super::identity::{as_owner, caller};
+use super::jobs::pgbench_relations_free;
 use super::server::{data_dir, hostname, system_identifier};
 use super::settings::min_free_bytes;
 use super::targets::resolve;
@@ -332,11 +333,16 @@ const HOLDERS: &str = "
 pub type RelocationRow = PgHeapTuple<'static, AllocatedByRust>;
 
 /// Moves (or, in a dry run, describes) every step; one batch, one transaction.
+///
+/// `job` is the storlab job that moves them itself (an experiment placing
+/// its cells), or None for a call: relations a running job uses are
+/// refused whole (55006) before anything moves (ops::jobs).
 fn execute(
     steps: Vec<Step>,
     lock_timeout: Duration,
     dry_run: bool,
     label: Option<&str>,
+    job: Option<i64>,
 ) -> Vec<RelocationRow> {
     for s in &steps {
         if !s.rel.owned {
@@ -350,6 +356,16 @@ fn execute(
             )
             .raise();
         }
+    }
+    // A run measures the layout it records: nothing a running job uses
+    // moves under it. Held from here to the end of the transaction (a
+    // dry run moves nothing, and takes nothing).
+    if !dry_run {
+        let rels: Vec<(pg_sys::Oid, String)> = steps
+            .iter()
+            .map(|s| (s.rel.oid, format!("{} {}", s.rel.kind.as_str(), s.rel.qualified)))
+            .collect();
+        pgbench_relations_free(&rels, job, lock_timeout).or_raise();
     }
     // Room for the copies, before anything is locked: a move that runs the
     // target out of space fails mid-copy, and meanwhile every other writer
@@ -733,7 +749,7 @@ pub fn move_relation(
     check_movable(relation).or_raise();
     let to = check_target(tablespace).or_raise();
     let steps = plan(move_candidates(relation, &to, with_indexes));
-    execute(steps, timeout, dry_run, None)
+    execute(steps, timeout, dry_run, None, None)
 }
 
 /// "Data here, indexes there" in one call: every table, partitioned table and
@@ -776,7 +792,7 @@ pub fn apply_layout(
         &schema,
         "",
     );
-    execute(plan(candidates), timeout, dry_run, None)
+    execute(plan(candidates), timeout, dry_run, None, None)
 }
 
 /// The tables (with partitioned tables and materialized views) and the
@@ -815,6 +831,7 @@ pub fn apply_pgbench_placement(
     schema: &str,
     timeout: Duration,
     label: &str,
+    job: i64,
 ) -> Vec<RelocationRow> {
     // an index is pgbench's when its table is
     let filter = "AND coalesce((SELECT tc.relname FROM pg_catalog.pg_index ix
@@ -822,7 +839,7 @@ pub fn apply_pgbench_placement(
                                  WHERE ix.indexrelid = c.oid), c.relname)
                       OPERATOR(pg_catalog.~) '^(pgbench_(accounts|branches|tellers|history)|storlab_bench_append)$'";
     let candidates = schema_candidates(tables, indexes, &Name(schema.to_string()), filter);
-    execute(plan(candidates), timeout, false, Some(label))
+    execute(plan(candidates), timeout, false, Some(label), Some(job))
 }
 
 /// Moves every relation that storlab moved since `at` back to where it was
@@ -1026,7 +1043,7 @@ fn restore(wanted: Vec<Wanted>, timeout: Duration, label: &str, whole: bool) -> 
             s.to
         );
     }
-    execute(mine, timeout, false, Some(label))
+    execute(mine, timeout, false, Some(label), None)
 }
 
 /// Is the relation with this oid still the one storlab moved? Oids are

@@ -179,9 +179,50 @@ pub fn disagreement(
     (!why.is_empty()).then(|| why.join("; "))
 }
 
+/// Where pgbench's relations are, said from what was observed: `placed`
+/// is what was seen right after `layout` was applied (None: no layout was
+/// applied completely), `now` what is seen now. A relation moved (or
+/// gone) since is named: the sentence never claims a placement that no
+/// longer holds.
+pub fn placement_sentence(layout: Option<&str>, placed: Option<&Observation>, now: &Observation) -> String {
+    let (Some(layout), Some(placed)) = (layout, placed) else {
+        return "as pgbench -i left them or as a move left them (storlab.layout() shows where)".into();
+    };
+    let mut since = Vec::new();
+    for (was, is) in [(&placed.tables, &now.tables), (&placed.indexes, &now.indexes)] {
+        for (rel, ts) in was {
+            match is.get(rel) {
+                None => since.push(format!("{rel} is gone")),
+                Some(t) if t != ts => since.push(format!("{rel} was moved to {t}")),
+                _ => {}
+            }
+        }
+    }
+    if since.is_empty() {
+        format!("as layout {layout}")
+    } else {
+        format!("as layout {layout} placed them, except that since then {}", since.join(", "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_placement_is_claimed_only_while_it_holds() {
+        let mut placed = Observation::default();
+        placed.tables.insert("pgbench_accounts".into(), "lab_disk".into());
+        placed.indexes.insert("pgbench_accounts_pkey".into(), "lab_ram".into());
+        assert_eq!(placement_sentence(Some("d"), Some(&placed), &placed), "as layout d");
+        let mut now = placed.clone();
+        now.tables.insert("pgbench_accounts".into(), "lab_xfs".into());
+        let s = placement_sentence(Some("d"), Some(&placed), &now);
+        assert!(s.contains("pgbench_accounts was moved to lab_xfs"), "{s}");
+        assert!(!s.ends_with("as layout d"), "{s}");
+        let s = placement_sentence(Some("d"), None, &now);
+        assert!(!s.contains("layout d"), "{s}");
+    }
 
     fn cell(layout: &str, clients: i32, tps: &[f64]) -> Cell {
         Cell {
