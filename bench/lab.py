@@ -35,3 +35,13 @@ def psql(*statements):
     if r.returncode != 0:
         sys.exit(f"psql failed: {r.stderr}")
     return r.stdout.strip()
+
+
+def lab_scale():
+    """pgbench's scale that makes the data four times the studies lab's
+    memory limit (about 15 MB a scale unit, indexes included); exits when
+    the lab has no limit, since its results would not be storage-bound."""
+    limit = psql("SELECT max(memory_limit_bytes) FROM storlab.tablespaces()")
+    if not limit:
+        sys.exit("the lab has no memory limit: start it with scripts/lab start --studies (as root)")
+    return -(-4 * int(limit) // (15 * 1024 * 1024))

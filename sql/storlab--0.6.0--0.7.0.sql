@@ -23,6 +23,7 @@ IMMUTABLE PARALLEL SAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'compare_samples_wrapper';
+
 -- == A run measures the layout it records ==
 -- storlab's moves of relations a running benchmark or experiment uses are
 -- refused (55006); a job records where it found pgbench's tables in its
