@@ -8,6 +8,7 @@
 -- fsync(), buffered (data=journal cannot do O_DIRECT, and iozone did not
 -- use it either): every figure is the device's, never the page cache's.
 -- 1, 4 and 8 workers, 3 s per probe, three repetitions in alternating order.
+-- needs: lab_ext4 lab_ext4_journal lab_ext4_writeback lab_ext4_nojournal
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 CREATE TEMP TABLE study2 (mode text, workers int, rep int, mib_s float8, lat_p50_us float8, lat_p99_us float8);

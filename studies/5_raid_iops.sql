@@ -6,6 +6,7 @@
 -- RAID 10 (4), every image throttled to the same disk class (scripts/lab
 -- status), so each level's own read and write penalty shows. O_DIRECT, 8 kB,
 -- 8 workers, 3 s per probe, three repetitions in alternating order.
+-- needs: lab_btrfs_raid0 lab_btrfs_raid1 lab_btrfs_raid5 lab_btrfs_raid6 lab_btrfs_raid10
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 CREATE TEMP TABLE study5 (level text, rep int, workload text, iops float8, lat_p50_us float8, lat_p99_us float8);
