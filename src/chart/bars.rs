@@ -49,7 +49,11 @@ pub fn bar_note(b: &ExperimentBar, is_baseline: bool) -> String {
 pub fn fillfactor_note(b: &ExperimentBar, reference: Option<i32>) -> Option<String> {
     let reference = reference.filter(|r| *r != b.fillfactor)?;
     let i = b.ff_improvement_pct?;
-    let ns = if b.ff_significant == Some(false) { " n.s." } else { "" };
+    let ns = if b.ff_significant == Some(false) {
+        " n.s."
+    } else {
+        ""
+    };
     Some(format!("vs ff {reference}: {i:+.1} %{ns}"))
 }
 

@@ -122,13 +122,16 @@ mod tests {
 
     #[test]
     fn an_experiment_chart_says_each_fillfactor_against_100_and_where_wal_was() {
-        let at = |layout: &str, ff: i32, tps: f64, wal: &str, ff_i: Option<f64>, ff_s: Option<bool>| ExperimentBar {
-            fillfactor: ff,
-            wal: Some(wal.into()),
-            ff_improvement_pct: ff_i,
-            ff_significant: ff_s,
-            ..bar(layout, 4, tps, Some(0.0), None)
-        };
+        let at =
+            |layout: &str, ff: i32, tps: f64, wal: &str, ff_i: Option<f64>, ff_s: Option<bool>| {
+                ExperimentBar {
+                    fillfactor: ff,
+                    wal: Some(wal.into()),
+                    ff_improvement_pct: ff_i,
+                    ff_significant: ff_s,
+                    ..bar(layout, 4, tps, Some(0.0), None)
+                }
+            };
         let bars = vec![
             at("r6", 100, 1000.0, "lab_r6", None, None),
             at("r1", 100, 1100.0, "lab_r1", None, None),
@@ -136,18 +139,30 @@ mod tests {
             at("r1", 70, 1090.0, "lab_r1", Some(-0.9), Some(false)),
         ];
         let t = texts(&experiment("ff", &bars).unwrap());
-        for want in ["vs ff 100: +20.0 %", "vs ff 100: -0.9 % n.s.", "r6 (WAL on lab_r6)", "r1 (WAL on lab_r1)"] {
+        for want in [
+            "vs ff 100: +20.0 %",
+            "vs ff 100: -0.9 % n.s.",
+            "r6 (WAL on lab_r6)",
+            "r1 (WAL on lab_r1)",
+        ] {
             assert!(t.contains(want), "{want} missing from:\n{t}");
         }
         // the same WAL place for every layout: the legend does not repeat it
         let same: Vec<ExperimentBar> = bars
             .iter()
             .cloned()
-            .map(|b| ExperimentBar { wal: Some("lab_disk".into()), ..b })
+            .map(|b| ExperimentBar {
+                wal: Some("lab_disk".into()),
+                ..b
+            })
             .collect();
         let t = texts(&experiment("ff", &same).unwrap());
         assert!(!t.contains("WAL on"), "{t}");
-        assert_eq!(fillfactor_note(&bars[0], Some(100)), None, "the reference has no note");
+        assert_eq!(
+            fillfactor_note(&bars[0], Some(100)),
+            None,
+            "the reference has no note"
+        );
     }
 
     #[test]
@@ -294,9 +309,15 @@ mod tests {
         well_formed(&svg);
         let bad: Vec<char> = svg
             .chars()
-            .filter(|&c| (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{fffe}' || c == '\u{ffff}')
+            .filter(|&c| {
+                (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{fffe}' || c == '\u{ffff}'
+            })
             .collect();
         assert!(bad.is_empty(), "{bad:?} in the SVG");
-        assert!(svg.contains("bell\u{fffd} vtab\u{fffd} esc\u{fffd} end"), "{}", texts(&svg));
+        assert!(
+            svg.contains("bell\u{fffd} vtab\u{fffd} esc\u{fffd} end"),
+            "{}",
+            texts(&svg)
+        );
     }
 }

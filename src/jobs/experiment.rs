@@ -23,8 +23,8 @@ use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
 use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::pgbench::scripts::quote_ident;
-use crate::request::bench::BenchInit;
 use crate::report::experiment::Expected;
+use crate::request::bench::BenchInit;
 use crate::request::experiment::{pgoptions, session_settings, Experiment, Step};
 use crate::sqltypes::Name;
 

@@ -15,8 +15,8 @@ use crate::ops::server::data_dir;
 use crate::pgbench::process::{self, Outcome};
 use crate::pgbench::scripts::quote_ident;
 use crate::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
-use crate::request::bench::{BenchInit, BenchRun};
 use crate::report::experiment::{disagreement, wal_tablespace, Expected, Observation, WalPlace};
+use crate::request::bench::{BenchInit, BenchRun};
 use crate::request::job::JobSpec;
 use crate::sqltypes::Name;
 
@@ -276,7 +276,11 @@ fn tablespaces_on(dev: u64) -> Vec<String> {
     all.into_iter()
         .filter(|(_, location)| {
             // an in-place tablespace's location is relative to the data folder
-            let folder = if location.is_empty() { data.clone() } else { data.join(location) };
+            let folder = if location.is_empty() {
+                data.clone()
+            } else {
+                data.join(location)
+            };
             crate::env::device_of(&folder).ok() == Some(dev)
         })
         .map(|(name, _)| name)
@@ -775,7 +779,12 @@ pub(super) fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Resul
 
 /// psql with several `-c` commands in one session, each a statement or one
 /// backslash command (`\timing on` before a statement prints its duration).
-pub(super) fn psql_commands(job: &Job, conn: &Connection, commands: &[&str], dir: &Path) -> Result<String, JobEnd> {
+pub(super) fn psql_commands(
+    job: &Job,
+    conn: &Connection,
+    commands: &[&str],
+    dir: &Path,
+) -> Result<String, JobEnd> {
     psql_with(job, conn, commands, dir, &[])
 }
 

@@ -224,7 +224,8 @@ pub fn restart(job_id: i64, kind: &str, done_may_resume: bool) {
         ))
         .raise();
     }
-    if !(matches!(status.as_str(), "failed" | "cancelled") || (done_may_resume && status == "done")) {
+    if !(matches!(status.as_str(), "failed" | "cancelled") || (done_may_resume && status == "done"))
+    {
         Error::new(
             SqlState::ObjectInUse,
             format!("storlab job {job_id} is {status}: only a failed or cancelled {kind} can be resumed"),

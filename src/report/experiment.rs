@@ -58,7 +58,9 @@ pub fn versus(base: &[f64], tps: &[f64]) -> Versus {
     let (Some(b), Some(s)) = (summarize(base), summarize(tps)) else {
         return Versus::default();
     };
-    let p_value = welch(base, tps).map(|w| w.p_value).filter(|p| p.is_finite());
+    let p_value = welch(base, tps)
+        .map(|w| w.p_value)
+        .filter(|p| p.is_finite());
     Versus {
         improvement_pct: improvement_pct(b.mean, s.mean),
         p_value,
@@ -181,10 +183,7 @@ pub fn wal_tablespace(sharing: &[String], preferred: Option<&str>) -> Option<Str
     if let Some(p) = preferred.filter(|p| sharing.iter().any(|s| s == p)) {
         return Some(p.to_string());
     }
-    let mut own: Vec<&String> = sharing
-        .iter()
-        .filter(|s| !s.starts_with("pg_"))
-        .collect();
+    let mut own: Vec<&String> = sharing.iter().filter(|s| !s.starts_with("pg_")).collect();
     own.sort();
     own.first()
         .map(|s| s.to_string())
@@ -253,12 +252,11 @@ pub fn disagreement(
         }
     }
     match (&start.wal, &end.wal) {
-        (Some(s), Some(e)) if (&s.location, &s.mount_point) != (&e.location, &e.mount_point) => {
-            why.push(format!(
+        (Some(s), Some(e)) if (&s.location, &s.mount_point) != (&e.location, &e.mount_point) => why
+            .push(format!(
                 "pg_wal moved from {} ({}) to {} ({}) while it ran",
                 s.location, s.mount_point, e.location, e.mount_point
-            ))
-        }
+            )),
         (Some(s), None) => why.push(format!(
             "pg_wal was in {} at its start and could not be read at its end",
             s.location
@@ -272,9 +270,9 @@ pub fn disagreement(
         for (rel, ts) in s {
             match e.get(rel) {
                 None => why.push(format!("{rel} was gone at its end")),
-                Some(te) if te != ts => why.push(format!(
-                    "{rel} was moved from {ts} to {te} while it ran"
-                )),
+                Some(te) if te != ts => {
+                    why.push(format!("{rel} was moved from {ts} to {te} while it ran"))
+                }
                 _ => {}
             }
         }
@@ -427,20 +425,37 @@ mod tests {
         };
         let s = serde_json::json!({"synchronous_commit": "off"});
         // tables where another layout left them
-        let why = disagreement(&want, &obs("ram", "ram", 100), &obs("ram", "ram", 100), &s).unwrap();
-        assert!(why.contains("at its start pgbench_accounts was in ram, where the layout puts tables in disk"), "{why}");
+        let why =
+            disagreement(&want, &obs("ram", "ram", 100), &obs("ram", "ram", 100), &s).unwrap();
+        assert!(
+            why.contains(
+                "at its start pgbench_accounts was in ram, where the layout puts tables in disk"
+            ),
+            "{why}"
+        );
         // fillfactor changed during the run (ALTER TABLE ... SET (fillfactor=50))
-        let why = disagreement(&want, &obs("disk", "ram", 100), &obs("disk", "ram", 50), &s).unwrap();
-        assert!(why.contains("at its end pgbench_accounts had fillfactor 50, the cell's is 100"), "{why}");
+        let why =
+            disagreement(&want, &obs("disk", "ram", 100), &obs("disk", "ram", 50), &s).unwrap();
+        assert!(
+            why.contains("at its end pgbench_accounts had fillfactor 50, the cell's is 100"),
+            "{why}"
+        );
         assert!(why.contains("changed from 100 to 50 while it ran"), "{why}");
         // the next run starts from it
-        let why = disagreement(&want, &obs("disk", "ram", 50), &obs("disk", "ram", 50), &s).unwrap();
-        assert!(why.contains("at its start pgbench_accounts had fillfactor 50"), "{why}");
+        let why =
+            disagreement(&want, &obs("disk", "ram", 50), &obs("disk", "ram", 50), &s).unwrap();
+        assert!(
+            why.contains("at its start pgbench_accounts had fillfactor 50"),
+            "{why}"
+        );
         // a setting its sessions did not run with
         let on = serde_json::json!({"synchronous_commit": "on"});
         let o = obs("disk", "ram", 100);
         let why = disagreement(&want, &o, &o, &on).unwrap();
-        assert_eq!(why, "its sessions ran with synchronous_commit = on, the layout sets off");
+        assert_eq!(
+            why,
+            "its sessions ran with synchronous_commit = on, the layout sets off"
+        );
         // a table dropped while it ran
         let mut end = o.clone();
         end.tables.remove("pgbench_history");
@@ -448,9 +463,15 @@ mod tests {
         assert_eq!(why, "pgbench_history was gone at its end");
         // with no expectation (a bench_start run), only start against end
         let none = Expected::default();
-        assert_eq!(disagreement(&none, &obs("x", "y", 70), &obs("x", "y", 70), &s), None);
+        assert_eq!(
+            disagreement(&none, &obs("x", "y", 70), &obs("x", "y", 70), &s),
+            None
+        );
         let why = disagreement(&none, &obs("x", "y", 70), &obs("x", "z", 70), &s).unwrap();
-        assert_eq!(why, "pgbench_accounts_pkey was moved from y to z while it ran");
+        assert_eq!(
+            why,
+            "pgbench_accounts_pkey was moved from y to z while it ran"
+        );
     }
 
     fn ff(layout: &str, fillfactor: i32, tps: &[f64]) -> Cell {
@@ -497,19 +518,27 @@ mod tests {
         assert_eq!(a50.significant, None);
         // the same rule as layouts against the baseline
         let layouts = compare(
-            &[ff("a", 100, &[100.0, 110.0, 105.0]), ff("c", 100, &[120.0, 125.0, 130.0])],
+            &[
+                ff("a", 100, &[100.0, 110.0, 105.0]),
+                ff("c", 100, &[120.0, 125.0, 130.0]),
+            ],
             "a",
         );
         assert_eq!(layouts[1].p_value, a70.p_value);
         assert_eq!(layouts[1].significant, a70.significant);
         // one fillfactor: no column to fill
-        assert!(compare_fillfactors(&cells[..2], None).iter().all(Option::is_none));
+        assert!(compare_fillfactors(&cells[..2], None)
+            .iter()
+            .all(Option::is_none));
     }
 
     fn wal(location: &str, ts: Option<&str>) -> WalPlace {
         WalPlace {
             location: location.into(),
-            mount_point: location.rsplit_once('/').map_or("/", |(m, _)| m).to_string(),
+            mount_point: location
+                .rsplit_once('/')
+                .map_or("/", |(m, _)| m)
+                .to_string(),
             fs_type: "ext4".into(),
             tablespace: ts.map(String::from),
         }
@@ -520,8 +549,14 @@ mod tests {
         let sharing: Vec<String> = ["pg_default", "pg_global", "lab_z", "lab_disk"]
             .map(String::from)
             .to_vec();
-        assert_eq!(wal_tablespace(&sharing, Some("lab_z")).as_deref(), Some("lab_z"));
-        assert_eq!(wal_tablespace(&sharing, Some("lab_ram")).as_deref(), Some("lab_disk"));
+        assert_eq!(
+            wal_tablespace(&sharing, Some("lab_z")).as_deref(),
+            Some("lab_z")
+        );
+        assert_eq!(
+            wal_tablespace(&sharing, Some("lab_ram")).as_deref(),
+            Some("lab_disk")
+        );
         assert_eq!(wal_tablespace(&sharing, None).as_deref(), Some("lab_disk"));
         let system: Vec<String> = ["pg_global", "pg_default"].map(String::from).to_vec();
         assert_eq!(wal_tablespace(&system, None).as_deref(), Some("pg_default"));
@@ -547,17 +582,24 @@ mod tests {
         let why = disagreement(&want, &ram, &ram, &s).unwrap();
         assert!(why.contains("at its start pg_wal was on lab_ram (/ram/wal), where the layout wants it on lab_disk's filesystem"), "{why}");
         let unread = disagreement(&want, &at(None), &at(None), &s).unwrap();
-        assert!(unread.contains("where pg_wal was could not be read"), "{unread}");
+        assert!(
+            unread.contains("where pg_wal was could not be read"),
+            "{unread}"
+        );
         // without a `wal` in its layout, any place will do, but not two
         let none = Expected::default();
         assert_eq!(disagreement(&none, &ram, &ram, &s), None);
         let why = disagreement(&none, &here, &ram, &s).unwrap();
-        assert_eq!(why, "pg_wal moved from /lab/data/pg_wal (/lab/data) to /ram/wal (/ram) while it ran");
+        assert_eq!(
+            why,
+            "pg_wal moved from /lab/data/pg_wal (/lab/data) to /ram/wal (/ram) while it ran"
+        );
         // recorded in `observed`; older runs without it still read back
         let json = serde_json::to_value(&here).unwrap();
         assert_eq!(json["wal"]["tablespace"], "lab_disk");
         let old: Observation = serde_json::from_value(serde_json::json!(
-            {"tables": {}, "indexes": {}, "fillfactor": 100})).unwrap();
+            {"tables": {}, "indexes": {}, "fillfactor": 100}))
+        .unwrap();
         assert_eq!(old.wal, None);
     }
 }

@@ -839,7 +839,11 @@ mod tests {
             (p.tables.as_deref().unwrap(), p.indexes.as_deref().unwrap())
         };
         assert_eq!(at(0), ("disk", "disk"));
-        assert_eq!(at(1), ("disk", "ram"), "B's tables: the baseline's, not C's");
+        assert_eq!(
+            at(1),
+            ("disk", "ram"),
+            "B's tables: the baseline's, not C's"
+        );
         assert_eq!(at(2), ("ram", "ram"));
         assert_eq!(at(3), ("disk", "disk"));
         assert_eq!(filled.len(), 3);
@@ -857,7 +861,10 @@ mod tests {
         let mut e = Experiment::new(args(&l, &json!({}))).unwrap();
         let filled = e.resolve_omitted_parts("pg_default");
         assert_eq!(e.layouts[0].placement.tables.as_deref(), Some("pg_default"));
-        assert_eq!(e.layouts[0].placement.indexes.as_deref(), Some("pg_default"));
+        assert_eq!(
+            e.layouts[0].placement.indexes.as_deref(),
+            Some("pg_default")
+        );
         assert_eq!(e.layouts[1].placement.tables.as_deref(), Some("pg_default"));
         assert_eq!(e.layouts[1].placement.indexes.as_deref(), Some("ram"));
         assert!(filled
@@ -919,7 +926,11 @@ mod tests {
             wal,
             vec![Some("r6"), Some("r1"), None, None, Some("r1"), Some("r6")]
         );
-        assert_eq!(e.wal_needed(steps[0]), None, "pgbench -i needs no WAL place");
+        assert_eq!(
+            e.wal_needed(steps[0]),
+            None,
+            "pgbench -i needs no WAL place"
+        );
         assert_eq!(
             e.wal_stop_reason(42, runs[4], "r1", Some("r6"), "/mnt/r6"),
             "pg_wal is on r6's filesystem; the next run (layout \"wal-raid1\", repetition 2) needs it on r1's: \
@@ -927,15 +938,23 @@ mod tests {
         );
         assert!(e
             .wal_stop_reason(42, runs[0], "r6", None, "/srv")
-            .starts_with("pg_wal is on the filesystem mounted at /srv, where no tablespace is; the next run"));
+            .starts_with(
+                "pg_wal is on the filesystem mounted at /srv, where no tablespace is; the next run"
+            ));
         // a layout without it keeps its stored form (args of older experiments read back)
         let back: Experiment = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
         assert_eq!(back, e);
-        assert!(!serde_json::to_string(&e.layouts[2].placement).unwrap().contains("wal"));
+        assert!(!serde_json::to_string(&e.layouts[2].placement)
+            .unwrap()
+            .contains("wal"));
         for bad in [json!({"a": {"wal": 3}}), json!({"a": {"wal": ""}})] {
             let err = Experiment::new(args(&bad, &o)).unwrap_err();
             assert_eq!(err.state.code(), "22023");
-            assert!(err.message.contains("wal must be a tablespace's name"), "{}", err.message);
+            assert!(
+                err.message.contains("wal must be a tablespace's name"),
+                "{}",
+                err.message
+            );
         }
     }
 
