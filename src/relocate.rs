@@ -77,14 +77,22 @@ pub fn statement(kind: Kind, quoted_relation: &str, quoted_tablespace: &str) -> 
 /// each lock, taken when its relation's turn comes, is held until the call
 /// ends, not only for that relation's own copy (a reader of the first of
 /// three partitions waits for all three).
-pub fn note(kind: Kind, relation: &str, table: Option<&str>, bytes: i64, call_bytes: i64) -> String {
+pub fn note(
+    kind: Kind,
+    relation: &str,
+    table: Option<&str>,
+    bytes: i64,
+    call_bytes: i64,
+) -> String {
     let until = format!(
         "until the call's transaction ends (the call copies {} in all)",
         human_bytes(call_bytes)
     );
     if !kind.has_storage() {
         let blocked = match (kind, table) {
-            (Kind::PartitionedIndex, Some(table)) => format!("every query planned on {table} waits"),
+            (Kind::PartitionedIndex, Some(table)) => {
+                format!("every query planned on {table} waits")
+            }
             _ => format!("every query on {relation} and its partitions waits"),
         };
         return format!(
@@ -180,7 +188,11 @@ mod tests {
     fn a_batch_fits_only_when_all_of_it_fits_at_once_per_filesystem() {
         let mb = 1024 * 1024;
         // two moves into one filesystem with 100 MB free, one into another
-        let moves = [(1, 100 * mb, 30 * mb), (2, 10 * mb, 5 * mb), (1, 100 * mb, 30 * mb)];
+        let moves = [
+            (1, 100 * mb, 30 * mb),
+            (2, 10 * mb, 5 * mb),
+            (1, 100 * mb, 30 * mb),
+        ];
         let after = space_after(&moves, 20 * mb);
         // every row of filesystem 1 counts both of its copies: what is
         // left after the call, not after one relation
@@ -198,7 +210,10 @@ mod tests {
     #[test]
     fn psql_timing_is_read_in_seconds() {
         assert_eq!(psql_timing_s("Time: 12.500 ms\n"), Some(0.0125));
-        assert_eq!(psql_timing_s("REINDEX\nTime: 1234.567 ms (00:01.235)\n"), Some(1.234567));
+        assert_eq!(
+            psql_timing_s("REINDEX\nTime: 1234.567 ms (00:01.235)\n"),
+            Some(1.234567)
+        );
         assert_eq!(psql_timing_s("Timing is on.\nREINDEX\n"), None);
     }
 

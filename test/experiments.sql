@@ -6,7 +6,7 @@
 -- No BEGIN: the job's worker sees only what is committed.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(50);
+SELECT plan(68);
 
 -- Waits (up to 60 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -43,6 +43,10 @@ SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"tables": "lab_d
                  '22023', NULL, 'a placement with an unknown key: 22023');
 SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"indexes": "nowhere"}}')$$,
                  '42704', NULL, 'an unknown tablespace: 42704');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"wal": "nowhere"}}')$$,
+                 '42704', 'tablespace "nowhere" does not exist', 'an unknown tablespace for wal: 42704');
+SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"wal": 1}}')$$,
+                 '22023', NULL, 'wal that is not a name: 22023');
 SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"settings": {"wal_level": "minimal"}}}')$$,
                  '22023', NULL, 'a setting a session cannot change: 22023');
 SELECT throws_ok($$SELECT storlab.experiment_start('x', '{"a": {"settings": {"work_mem": "lots"}}}')$$,
@@ -190,5 +194,52 @@ SELECT is(storlab.experiment_resume(:hist), :hist::bigint, 'resumed after pgbenc
 SELECT is(pg_temp.final_status(:hist) || coalesce(': ' || (SELECT error FROM storlab.experiments WHERE id = :hist), ''),
           'done', 'it makes the tables again and finishes');
 SELECT ok(to_regclass('pgbench_history') IS NOT NULL, 'pgbench_history is back');
+
+-- Where pg_wal is. A layout's "wal" names a tablespace whose filesystem
+-- pg_wal must be on for its runs (lab_disk sits beside the data folder, on
+-- its filesystem; lab_ram is a tmpfs). pg_wal moves only while the server
+-- is stopped: the experiment runs what it can and stops, done, before the
+-- first run that needs pg_wal elsewhere, saying what to do;
+-- storlab.experiments.wal_needed names the tablespace (NULL otherwise).
+-- Nothing is reordered: the alternating order runs here-, then there-.
+SELECT storlab.experiment_start('wal',
+  '[{"name": "wal-here", "tables": "lab_disk", "indexes": "lab_disk", "wal": "lab_disk"},
+    {"name": "wal-ram", "tables": "lab_disk", "indexes": "lab_disk", "wal": "lab_ram"}]',
+  script => 'select-only', clients => '{1}', jobs => 1, duration => '1 s', repetitions => 2, warmup => '0', scale => 1) AS wal \gset
+SELECT is(pg_temp.final_status(:wal), 'done', 'an experiment whose next run needs pg_wal elsewhere ends done, not failed');
+SELECT is((SELECT wal_needed FROM storlab.experiments WHERE id = :wal), 'lab_ram'::name, 'wal_needed names the tablespace');
+SELECT is((SELECT current_action FROM storlab.experiments WHERE id = :wal),
+          format('pg_wal is on lab_disk''s filesystem; the next run (layout "wal-ram", repetition 1) needs it on lab_ram''s: '
+                 'move pg_wal while the server is stopped, then storlab.experiment_resume(%s)', :wal),
+          'and current_action says exactly what to do');
+SELECT is((SELECT array_agg(experiment_layout || ' ' || repetition ORDER BY id) FROM storlab.bench_runs
+            WHERE experiment_id = :wal AND tps IS NOT NULL AND invalid IS NULL),
+          ARRAY['wal-here 1'], 'the run with pg_wal in place ran, valid');
+SELECT is((SELECT observed->'start'->'wal'->>'tablespace' || ' ' || (observed->'end'->'wal'->>'location')
+             FROM storlab.bench_runs WHERE experiment_id = :wal),
+          'lab_disk ' || (SELECT setting FROM pg_settings WHERE name = 'data_directory') || '/pg_wal',
+          'it recorded where pg_wal was: on lab_disk''s filesystem, in the data folder');
+SELECT ok((SELECT observed->'start'->'wal' ?& ARRAY['mount_point', 'fs_type'] FROM storlab.bench_runs WHERE experiment_id = :wal),
+          'with its mount point and filesystem type');
+SELECT is((SELECT wal FROM storlab.experiment_report(:wal) WHERE layout = 'wal-here'), 'lab_disk',
+          'experiment_report names where WAL was');
+SELECT is((SELECT wal_needed FROM storlab.experiments WHERE id = :exp), NULL, 'other experiments need nothing');
+-- resumed without moving pg_wal: it stops again, at the same run
+SELECT is(storlab.experiment_resume(:wal), :wal::bigint, 'an experiment stopped for WAL can be resumed');
+SELECT is((SELECT wal_needed FROM storlab.experiments WHERE id = :wal), NULL, 'and needs nothing while it is queued');
+SELECT is(pg_temp.final_status(:wal), 'done', 'resumed, it ends done');
+SELECT is((SELECT wal_needed FROM storlab.experiments WHERE id = :wal), 'lab_ram'::name, 'pg_wal did not move: it stopped again');
+SELECT is((SELECT count(*)::int FROM storlab.bench_runs WHERE experiment_id = :wal AND tps IS NOT NULL AND invalid IS NULL), 1,
+          'the run done before stays valid, and none was added');
+-- CALL storlab.experiment returns the id with a NOTICE (a script reads wal_needed)
+CALL storlab.experiment('wal call', '{"a": {"tables": "lab_disk", "indexes": "lab_disk", "wal": "lab_ram"}}',
+  script => 'select-only', clients => '{1}', jobs => 1, duration => '1 s', repetitions => 1, warmup => '0', scale => 1);
+SELECT is((SELECT status || ' ' || wal_needed FROM storlab.experiments WHERE name = 'wal call' ORDER BY id DESC LIMIT 1), 'done lab_ram',
+          'CALL storlab.experiment returns when the experiment stops for WAL');
+-- a plain bench_start run records where pg_wal was too
+SELECT storlab.bench_start('select-only', 1, 1, '1 s') AS run \gset
+SELECT is(pg_temp.final_status(:run), 'done', 'a bench_start run finishes');
+SELECT is((SELECT (observed->'start'->'wal'->>'tablespace') || ' ' || coalesce(invalid, 'valid') FROM storlab.bench_runs WHERE id = :run),
+          'lab_disk valid', 'and records where pg_wal was');
 
 SELECT * FROM finish();

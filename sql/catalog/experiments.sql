@@ -10,6 +10,7 @@ CREATE TABLE storlab.experiment_records (
     current_step      integer NOT NULL DEFAULT 0,   -- steps done or skipped so far
     current_action    text,                         -- what the job does now, for a person to read
     layout_applied    text,                         -- the layout the relations were last placed in, completely
+    wal_needed        name,                         -- stopped where its next run needs pg_wal on this tablespace's filesystem
     created_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     system_identifier bigint  NOT NULL,
     hostname          text    NOT NULL
@@ -56,7 +57,10 @@ SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_sizes', '');
 -- Experiments as a person follows them: the job's status (a dead worker
 -- shows as failed at once, as in storlab.jobs) and where the work stands
 -- (for a dead worker, where it stopped, as the stored row will say once
--- storlab notices: ops::jobs::sweep_dead_jobs).
+-- storlab notices: ops::jobs::sweep_dead_jobs). wal_needed: the job ended
+-- (done) before a run whose layout needs pg_wal on that tablespace's
+-- filesystem; current_action says what to do (move pg_wal while the
+-- server is stopped, then experiment_resume). NULL otherwise.
 CREATE VIEW storlab.experiments AS
 SELECT e.id, e.name, j.status, j.args, e.current_step, e.steps_total,
        CASE WHEN j.status = 'failed' AND r.status IN ('queued', 'running', 'cancelling')
@@ -67,7 +71,8 @@ SELECT e.id, e.name, j.status, j.args, e.current_step, e.steps_total,
                         coalesce('as layout ' || e.layout_applied, 'by pgbench -i or a move'))
             ELSE e.current_action END AS current_action,
        j.started_at, j.finished_at, j.error, e.system_identifier, e.hostname,
-       e.layout_applied, j.role, e.created_at
+       e.layout_applied, j.role, e.created_at,
+       CASE WHEN j.status = 'done' THEN e.wal_needed END AS wal_needed
   FROM storlab.experiment_records e
   JOIN storlab.jobs j ON j.id = e.id
   JOIN storlab.job_records r ON r.id = e.id;

@@ -67,7 +67,11 @@ BEGIN
 END $$;
 
 -- storlab.experiment_start() and wait: a whole experiment from a CALL,
--- returning its id (its report: storlab.experiment_report(id)).
+-- returning its id (its report: storlab.experiment_report(id)). An
+-- experiment that stops where its next run needs pg_wal elsewhere
+-- (storlab.experiments.wal_needed) returns its id too, with a NOTICE that
+-- says what to do: a script reads wal_needed, moves pg_wal while the
+-- server is stopped, and calls experiment_resume() and wait().
 CREATE PROCEDURE storlab.experiment(name text, layouts jsonb, script text DEFAULT 'tpcb-like',
                                     clients integer[] DEFAULT '{8}', jobs integer DEFAULT 2,
                                     duration interval DEFAULT '60 seconds', repetitions integer DEFAULT 3,
@@ -75,11 +79,20 @@ CREATE PROCEDURE storlab.experiment(name text, layouts jsonb, script text DEFAUL
                                     fillfactors integer[] DEFAULT '{100}', options jsonb DEFAULT '{}',
                                     INOUT experiment_id bigint DEFAULT NULL)
 LANGUAGE plpgsql AS $$
+DECLARE
+  needed pg_catalog.name;
+  why pg_catalog.text;
 BEGIN
   experiment_id := storlab.experiment_start(name, layouts, script, clients, jobs, duration, repetitions,
                                             warmup, scale, fillfactors, options);
   COMMIT;  -- the worker can see the job only once it is committed
   CALL storlab.wait(experiment_id);
+  SELECT e.wal_needed, e.current_action INTO needed, why FROM storlab.experiments e
+   WHERE e.id OPERATOR(pg_catalog.=) experiment_id;
+  IF needed IS NOT NULL THEN
+    RAISE NOTICE 'storlab: experiment % stopped: %', experiment_id, why
+      USING HINT = pg_catalog.format('storlab.experiments.wal_needed is %s until it is resumed.', needed);
+  END IF;
 END $$;
 
 -- Privileges. Functions that write files, move relations or run programs are

@@ -101,7 +101,8 @@ fn experiment(id: i64, title: Option<String>) -> chart::Result<String> {
     );
     let bars = Spi::connect(|c| {
         c.select(
-            "SELECT layout, fillfactor, clients, tps_mean, tps_ci95_low, tps_ci95_high, improvement_pct, significant
+            "SELECT layout, fillfactor, clients, tps_mean, tps_ci95_low, tps_ci95_high, improvement_pct, significant,
+                    wal, ff_improvement_pct, ff_significant
                FROM storlab.experiment_report($1)",
             None,
             &[id.into()],
@@ -116,6 +117,9 @@ fn experiment(id: i64, title: Option<String>) -> chart::Result<String> {
                 ci_high: r.get(6)?,
                 improvement_pct: r.get(7)?,
                 significant: r.get(8)?,
+                wal: r.get(9)?,
+                ff_improvement_pct: r.get(10)?,
+                ff_significant: r.get(11)?,
             })
         })
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()

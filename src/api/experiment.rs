@@ -10,7 +10,7 @@ use pgrx::prelude::*;
 use super::interval_micros;
 use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
 use crate::ops::{experiment, settings};
-use crate::report::experiment::{compare, Cell};
+use crate::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
 use crate::report::latency::run_percentiles;
 use crate::request::experiment::{Args, Experiment};
 use crate::request::job::{JobArgs, JobSpec};
@@ -79,6 +79,9 @@ struct Runs {
     histograms: Vec<Vec<u8>>,
     wal_bytes: f64,
     transactions: i64,
+    /// where pg_wal was at their start (a tablespace sharing its
+    /// filesystem, else its mount point), each place once
+    wal_places: Vec<String>,
 }
 
 /// Sizes of pgbench's relations under one layout at one fillfactor.
@@ -92,7 +95,11 @@ struct Sizes {
 /// measured runs only (warm-ups excluded): TPS mean, standard deviation and
 /// Student t 95 % interval; p95 and p99 latency of all its transactions
 /// (the runs' histograms merged); improvement over the baseline layout at
-/// the same fillfactor and clients, with Welch's t-test; WAL per
+/// the same fillfactor and clients, with Welch's t-test; with several
+/// fillfactors, the improvement of each over fillfactor 100 (or the
+/// largest of the experiment without 100) at the same layout and clients,
+/// tested the same way (NULL on the reference's rows); where pg_wal was
+/// (the tablespace sharing its filesystem, else its mount point); WAL per
 /// transaction; the relations' sizes; a bar scaled to the best cell. With
 /// one run per cell, the interval and the test are NULL. Read as the
 /// caller (SELECT on storlab.experiments and storlab.bench_runs, granted to
@@ -107,6 +114,7 @@ fn experiment_report(
         name!(layout, String),
         name!(fillfactor, i32),
         name!(clients, i32),
+        name!(wal, Option<String>),
         name!(runs, i32),
         name!(tps_mean, Option<f64>),
         name!(tps_stddev, Option<f64>),
@@ -117,6 +125,9 @@ fn experiment_report(
         name!(improvement_pct, Option<f64>),
         name!(p_value, Option<f64>),
         name!(significant, Option<bool>),
+        name!(ff_improvement_pct, Option<f64>),
+        name!(ff_p_value, Option<f64>),
+        name!(ff_significant, Option<bool>),
         name!(wal_bytes_per_tx, Option<f64>),
         name!(logical_bytes, Option<i64>),
         name!(allocated_bytes, Option<i64>),
@@ -147,10 +158,12 @@ fn experiment_report(
         }
     }
     let stats = compare(&cells, &e.layouts[0].name);
+    let by_fillfactor = compare_fillfactors(&cells, reference_fillfactor(&e.fillfactors));
     let rows: Vec<_> = cells
         .into_iter()
         .zip(stats)
-        .map(|(cell, s)| {
+        .zip(by_fillfactor)
+        .map(|((cell, s), ff)| {
             let key = (cell.layout.clone(), cell.fillfactor, cell.clients);
             let r = runs.get(&key);
             let latency = r.filter(|r| !r.histograms.is_empty()).map(|r| {
@@ -163,10 +176,15 @@ fn experiment_report(
                 .filter(|r| r.transactions > 0)
                 .map(|r| r.wal_bytes / r.transactions as f64);
             let size = sizes.get(&(cell.layout.clone(), cell.fillfactor));
+            let wal_place = r
+                .filter(|r| !r.wal_places.is_empty())
+                .map(|r| r.wal_places.join(", "));
+            let ff = ff.unwrap_or_default();
             (
                 cell.layout,
                 cell.fillfactor,
                 cell.clients,
+                wal_place,
                 s.runs as i32,
                 s.tps_mean,
                 s.tps_stddev,
@@ -177,6 +195,9 @@ fn experiment_report(
                 s.improvement_pct,
                 s.p_value,
                 s.significant,
+                ff.improvement_pct,
+                ff.p_value,
+                ff.significant,
                 wal,
                 size.map(|z| z.logical),
                 size.map(|z| z.allocated),
@@ -220,7 +241,8 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
     let rows = Spi::connect(|c| {
         c.select(
             "SELECT experiment_layout, fillfactor, clients, tps, histogram,
-                    coalesce(server_wal_bytes, 0)::float8, coalesce(transactions, 0)
+                    coalesce(server_wal_bytes, 0)::float8, coalesce(transactions, 0),
+                    coalesce(observed->'start'->'wal'->>'tablespace', observed->'start'->'wal'->>'mount_point')
                FROM storlab.bench_runs
               WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL
               ORDER BY id",
@@ -238,6 +260,7 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
                 r.get::<Vec<u8>>(5)?,
                 r.get::<f64>(6)?.unwrap_or(0.0),
                 r.get::<i64>(7)?.unwrap_or(0),
+                r.get::<String>(8)?,
             ))
         })
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
@@ -245,8 +268,13 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
     .map_err(spi("reading the experiment's runs"))
     .or_raise();
     let mut out: HashMap<_, Runs> = HashMap::new();
-    for (key, tps, histogram, wal, transactions) in rows {
+    for (key, tps, histogram, wal, transactions, wal_place) in rows {
         let r = out.entry(key).or_default();
+        if let Some(place) = wal_place {
+            if !r.wal_places.contains(&place) {
+                r.wal_places.push(place);
+            }
+        }
         r.tps.push(tps);
         r.histograms.extend(histogram);
         r.wal_bytes += wal;

@@ -22,6 +22,12 @@ pub struct ExperimentBar {
     pub improvement_pct: Option<f64>,
     /// NULL for the baseline itself, and with one repetition
     pub significant: Option<bool>,
+    /// where pg_wal was for its runs (experiment_report's `wal`)
+    pub wal: Option<String>,
+    /// against the reference fillfactor at the same layout and clients
+    /// (NULL for the reference itself, and with one fillfactor)
+    pub ff_improvement_pct: Option<f64>,
+    pub ff_significant: Option<bool>,
 }
 
 /// What is written on a bar: the improvement, "n.s." when Welch's test
@@ -37,8 +43,25 @@ pub fn bar_note(b: &ExperimentBar, is_baseline: bool) -> String {
     }
 }
 
+/// What a bar adds, with several fillfactors, about its own fillfactor: its
+/// change against the reference fillfactor (`reference`) at the same
+/// layout and clients, "n.s." as in [`bar_note`].
+pub fn fillfactor_note(b: &ExperimentBar, reference: Option<i32>) -> Option<String> {
+    let reference = reference.filter(|r| *r != b.fillfactor)?;
+    let i = b.ff_improvement_pct?;
+    let ns = if b.ff_significant == Some(false) {
+        " n.s."
+    } else {
+        ""
+    };
+    Some(format!("vs ff {reference}: {i:+.1} %{ns}"))
+}
+
 /// TPS per layout, grouped by (fillfactor, clients), each bar with its 95 %
-/// confidence interval and its improvement over the baseline.
+/// confidence interval and its improvement over the baseline; with several
+/// fillfactors, each bar also says its change against the reference
+/// fillfactor (100, else the largest); when layouts differ in where pg_wal
+/// was, the legend names each layout's WAL place.
 pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
     let bars: Vec<&ExperimentBar> = bars.iter().filter(|b| b.tps_mean.is_some()).collect();
     if bars.is_empty() {
@@ -57,6 +80,27 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
     groups.sort();
     groups.dedup();
     let several_fillfactors = groups.iter().any(|g| g.0 != groups[0].0);
+    let mut fillfactors: Vec<i32> = groups.iter().map(|g| g.0).collect();
+    fillfactors.dedup();
+    let reference = crate::report::experiment::reference_fillfactor(&fillfactors);
+    // each layout's WAL place, named in the legend when they differ
+    let wal_of = |layout: &str| {
+        bars.iter()
+            .find(|b| b.layout == layout && b.wal.is_some())
+            .and_then(|b| b.wal.clone())
+    };
+    let mut places: Vec<Option<String>> = layouts.iter().map(|l| wal_of(l)).collect();
+    let labels: Vec<String> = {
+        let differ = places.windows(2).any(|w| w[0] != w[1]);
+        layouts
+            .iter()
+            .zip(places.drain(..))
+            .map(|(l, w)| match w {
+                Some(w) if differ => format!("{l} (WAL on {w})"),
+                _ => l.to_string(),
+            })
+            .collect()
+    };
     let max = bars
         .iter()
         .map(|b| b.ci_high.or(b.tps_mean).unwrap_or(0.0))
@@ -121,7 +165,7 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
                         colour.filled(),
                     )
                 }))?
-                .label(*layout)
+                .label(labels[li].as_str())
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 6), (x + 16, y + 6)], colour.filled())
                 });
@@ -156,6 +200,15 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
                     (x0(b) + width / 2.0, top + max * 0.01),
                     above(),
                 )
+            }))?;
+            // the change against the reference fillfactor, a line higher
+            chart.draw_series(mine.iter().filter_map(|b| {
+                let top = b.ci_high.or(b.tps_mean).unwrap_or(0.0);
+                Some(Text::new(
+                    fillfactor_note(b, reference)?,
+                    (x0(b) + width / 2.0, top + max * 0.07),
+                    above(),
+                ))
             }))?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;

@@ -20,7 +20,7 @@ mod bars;
 mod lines;
 mod style;
 
-pub use bars::{experiment, tablespaces, ExperimentBar, TablespaceFigures};
+pub use bars::{experiment, fillfactor_note, tablespaces, ExperimentBar, TablespaceFigures};
 pub use lines::{depths, percentiles, profile, run, ProgressPoint, Series};
 
 /// Why a chart could not be drawn.
@@ -91,6 +91,9 @@ mod tests {
             ci_high: Some(tps * 1.05),
             improvement_pct: improvement,
             significant,
+            wal: None,
+            ff_improvement_pct: None,
+            ff_significant: None,
         }
     }
 
@@ -115,6 +118,51 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want} missing from:\n{t}");
         }
+    }
+
+    #[test]
+    fn an_experiment_chart_says_each_fillfactor_against_100_and_where_wal_was() {
+        let at =
+            |layout: &str, ff: i32, tps: f64, wal: &str, ff_i: Option<f64>, ff_s: Option<bool>| {
+                ExperimentBar {
+                    fillfactor: ff,
+                    wal: Some(wal.into()),
+                    ff_improvement_pct: ff_i,
+                    ff_significant: ff_s,
+                    ..bar(layout, 4, tps, Some(0.0), None)
+                }
+            };
+        let bars = vec![
+            at("r6", 100, 1000.0, "lab_r6", None, None),
+            at("r1", 100, 1100.0, "lab_r1", None, None),
+            at("r6", 70, 1200.0, "lab_r6", Some(20.0), Some(true)),
+            at("r1", 70, 1090.0, "lab_r1", Some(-0.9), Some(false)),
+        ];
+        let t = texts(&experiment("ff", &bars).unwrap());
+        for want in [
+            "vs ff 100: +20.0 %",
+            "vs ff 100: -0.9 % n.s.",
+            "r6 (WAL on lab_r6)",
+            "r1 (WAL on lab_r1)",
+        ] {
+            assert!(t.contains(want), "{want} missing from:\n{t}");
+        }
+        // the same WAL place for every layout: the legend does not repeat it
+        let same: Vec<ExperimentBar> = bars
+            .iter()
+            .cloned()
+            .map(|b| ExperimentBar {
+                wal: Some("lab_disk".into()),
+                ..b
+            })
+            .collect();
+        let t = texts(&experiment("ff", &same).unwrap());
+        assert!(!t.contains("WAL on"), "{t}");
+        assert_eq!(
+            fillfactor_note(&bars[0], Some(100)),
+            None,
+            "the reference has no note"
+        );
     }
 
     #[test]
@@ -261,9 +309,15 @@ mod tests {
         well_formed(&svg);
         let bad: Vec<char> = svg
             .chars()
-            .filter(|&c| (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{fffe}' || c == '\u{ffff}')
+            .filter(|&c| {
+                (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{fffe}' || c == '\u{ffff}'
+            })
             .collect();
         assert!(bad.is_empty(), "{bad:?} in the SVG");
-        assert!(svg.contains("bell\u{fffd} vtab\u{fffd} esc\u{fffd} end"), "{}", texts(&svg));
+        assert!(
+            svg.contains("bell\u{fffd} vtab\u{fffd} esc\u{fffd} end"),
+            "{}",
+            texts(&svg)
+        );
     }
 }

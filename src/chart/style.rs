@@ -84,9 +84,7 @@ pub fn svg(
 /// markup (`<`, `&`) but passes control characters through, which leaves
 /// a document no XML parser (nor a browser) accepts.
 fn xml_chars(svg: String) -> String {
-    let forbidden = |c: char| {
-        matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
-    };
+    let forbidden = |c: char| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
     if !svg.contains(forbidden) {
         return svg;
     }

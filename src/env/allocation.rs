@@ -380,7 +380,10 @@ mod tests {
         assert_eq!(sizer.bytes(&dir.join("700")).0, SEGMENT_BYTES + 100);
         // a relation whose files are gone is unknown, not empty
         assert_eq!(sizer.sizes(&dir.join("99999")), None);
-        assert_eq!(sizer.sizes(&dir.join("700")).map(|s| s.0), Some(SEGMENT_BYTES + 100));
+        assert_eq!(
+            sizer.sizes(&dir.join("700")).map(|s| s.0),
+            Some(SEGMENT_BYTES + 100)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -34,6 +34,44 @@ pub struct StorageFacts {
     pub compression: Option<String>,
 }
 
+/// The filesystem a folder is on, and no more: what [`facts`] reads first,
+/// without its probes (an O_DIRECT test writes a file: never into pg_wal
+/// while a benchmark runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The folder with symlinks resolved.
+    pub location: PathBuf,
+    pub fs_type: String,
+    pub mount_point: PathBuf,
+    /// st_dev of the folder: two folders with the same one are on the same filesystem.
+    pub dev: u64,
+}
+
+pub fn place(path: &Path) -> io::Result<Place> {
+    use std::os::unix::fs::MetadataExt;
+    let location = std::fs::canonicalize(path)?;
+    let dev = std::fs::metadata(&location)?.dev();
+    let mounts = mountinfo::read_mounts()?;
+    let mount = mountinfo::mount_of(&mounts, &location).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no mount found for {}", location.display()),
+        )
+    })?;
+    Ok(Place {
+        fs_type: mount.fs_type.clone(),
+        mount_point: mount.mount_point.clone(),
+        location,
+        dev,
+    })
+}
+
+/// st_dev of a folder (symlinks followed): its filesystem.
+pub fn device_of(path: &Path) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata(path)?.dev())
+}
+
 pub fn facts(path: &Path) -> io::Result<StorageFacts> {
     let location = std::fs::canonicalize(path)?;
     let mounts = mountinfo::read_mounts()?;
@@ -104,6 +142,24 @@ mod tests {
         let f = facts(Path::new("/dev/shm")).unwrap();
         assert_eq!(f.fs_type, "tmpfs");
         assert_eq!(f.rotational, None);
+    }
+
+    #[test]
+    fn the_place_of_a_linked_folder_is_its_target_s_filesystem() {
+        let base = std::env::temp_dir().join(format!("storlab_place_{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("real")).unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+        let p = place(&base.join("link")).unwrap();
+        let f = facts(&base.join("real")).unwrap();
+        assert_eq!(p.location, f.location);
+        assert_eq!(p.mount_point, f.mount_point);
+        assert_eq!(p.fs_type, f.fs_type);
+        assert_eq!(p.dev, device_of(&base).unwrap());
+        std::fs::remove_dir_all(&base).unwrap();
+        if Path::new("/dev/shm").exists() {
+            assert_ne!(device_of(Path::new("/dev/shm")).unwrap(), p.dev);
+        }
     }
 
     #[test]

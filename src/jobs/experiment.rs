@@ -23,8 +23,8 @@ use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
 use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::pgbench::scripts::quote_ident;
-use crate::request::bench::BenchInit;
 use crate::report::experiment::{placement_sentence, Expected, Observation};
+use crate::request::bench::BenchInit;
 use crate::request::experiment::{pgoptions, session_settings, Experiment, Step};
 use crate::sqltypes::Name;
 
@@ -162,6 +162,24 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 layout,
                 clients,
             } => {
+                // pg_wal moves only while the server is stopped: the
+                // experiment stops here, for a person or a script to move
+                // it and resume (nothing is reordered)
+                if let Some(needed) = e.wal_needed(step) {
+                    let here = run::observe_wal(Some(needed)).map_err(JobEnd::Failed)?;
+                    if here.tablespace.as_deref() != Some(needed) {
+                        tablespace_exists(needed)?;
+                        let why = e.wal_stop_reason(
+                            job.id,
+                            step,
+                            needed,
+                            here.tablespace.as_deref(),
+                            &here.mount_point,
+                        );
+                        stop_for_wal(job, i, needed, &why);
+                        return Ok(());
+                    }
+                }
                 place(job, e, step, i, layout)?;
                 progress(job, i, &e.describe(step, "VACUUM"));
                 vacuum_analyze(job, &dir.join("psql"))?;
@@ -219,6 +237,38 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
     Ok(())
 }
 
+/// The tablespace a layout's `wal` names, still there (checked when the
+/// experiment was started; it may have been dropped since).
+fn tablespace_exists(name: &str) -> Result<(), JobEnd> {
+    let found = as_caller(|| {
+        Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_tablespace WHERE spcname OPERATOR(pg_catalog.=) $1)",
+            &[Name(name.to_string()).into()],
+        )
+    });
+    if found == Some(true) {
+        Ok(())
+    } else {
+        Err(JobEnd::Error {
+            message: format!("tablespace \"{name}\" does not exist: a layout's \"wal\" names it"),
+            sqlstate: "42704".into(),
+            detail: None,
+        })
+    }
+}
+
+/// Ends the job's work before step `i` (not run): pg_wal is not where the
+/// step needs it. The job ends done, storlab.experiments shows `needed` in
+/// wal_needed and `why` as its current action until it is resumed.
+fn stop_for_wal(job: &Job, i: usize, needed: &str, why: &str) {
+    bookkeeping(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.experiment_records SET current_step = $2, current_action = $3, wal_needed = $4 WHERE id = $1",
+            &[job.id.into(), (i as i32).into(), why.into(), Name(needed.to_string()).into()],
+        )
+    });
+}
+
 /// The measured runs of the experiment whose observations disagree with
 /// their layout.
 fn invalid_runs(job: &Job) -> i64 {
@@ -254,6 +304,7 @@ fn expected(e: &Experiment, layout: usize, fillfactor: i32) -> Expected {
         indexes: p.indexes.clone(),
         fillfactor: Some(fillfactor),
         settings,
+        wal: p.wal.clone(),
     }
 }
 

@@ -15,8 +15,8 @@ use crate::ops::server::data_dir;
 use crate::pgbench::process::{self, Outcome};
 use crate::pgbench::scripts::quote_ident;
 use crate::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
+use crate::report::experiment::{disagreement, wal_tablespace, Expected, Observation, WalPlace};
 use crate::request::bench::{BenchInit, BenchRun};
-use crate::report::experiment::{disagreement, Expected, Observation};
 use crate::request::job::JobSpec;
 use crate::sqltypes::Name;
 
@@ -240,10 +240,64 @@ fn session_settings(
     })
 }
 
-/// Where pgbench's relations are now (read from pg_class, as the caller)
-/// and pgbench_accounts' fillfactor: what a run observes at its start and
-/// at its end.
-pub(super) fn observe(schema: &str) -> Observation {
+/// Where pg_wal is now: its folder (links resolved) and filesystem, read
+/// by the worker (the data folder's path is the server's, not the
+/// caller's to read), with a tablespace whose folder shares that
+/// filesystem (`preferred`, the layout's `wal`, when it does).
+pub(super) fn observe_wal(preferred: Option<&str>) -> Result<WalPlace, String> {
+    let wal = data_dir().join("pg_wal");
+    let here = crate::env::place(&wal)
+        .map_err(|e| format!("cannot tell where pg_wal is ({}): {e}", wal.display()))?;
+    let sharing = tablespaces_on(here.dev);
+    Ok(WalPlace {
+        location: here.location.to_string_lossy().into_owned(),
+        mount_point: here.mount_point.to_string_lossy().into_owned(),
+        fs_type: here.fs_type,
+        tablespace: wal_tablespace(&sharing, preferred),
+    })
+}
+
+/// The tablespaces whose folders are on the filesystem with st_dev `dev`
+/// (pg_default and pg_global: the data folder's).
+fn tablespaces_on(dev: u64) -> Vec<String> {
+    let data = data_dir();
+    let all: Vec<(String, String)> = as_caller(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT spcname::pg_catalog.text, coalesce(pg_catalog.pg_tablespace_location(oid), '')
+                   FROM pg_catalog.pg_tablespace ORDER BY spcname",
+                None,
+                &[],
+            )?
+            .map(|r| Ok((r.get::<String>(1)?.unwrap_or_default(), r.get::<String>(2)?.unwrap_or_default())))
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    });
+    all.into_iter()
+        .filter(|(_, location)| {
+            // an in-place tablespace's location is relative to the data folder
+            let folder = if location.is_empty() {
+                data.clone()
+            } else {
+                data.join(location)
+            };
+            crate::env::device_of(&folder).ok() == Some(dev)
+        })
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// Where pgbench's relations are now (read from pg_class, as the caller),
+/// pgbench_accounts' fillfactor and where pg_wal is (`wal`: the layout's
+/// tablespace for it, if any): what a run observes at its start and at its
+/// end.
+pub(super) fn observe(schema: &str, wal: Option<&str>) -> Observation {
+    let mut o = observe_relations(schema);
+    o.wal = observe_wal(wal).ok();
+    o
+}
+
+fn observe_relations(schema: &str) -> Observation {
     let json = as_caller(|| {
         Spi::get_one_with_args::<JsonB>(
             "SELECT pg_catalog.jsonb_build_object(
@@ -523,7 +577,8 @@ pub(super) fn bench(
             Err(JobEnd::Failed(why)) => (serde_json::Value::Null, Some(why)),
             Err(e) => return Err(e),
         };
-    let start = observe(&schema);
+    let wal_wanted = expected.and_then(|e| e.wal.as_deref());
+    let start = observe(&schema, wal_wanted);
     bookkeeping(|| {
         Spi::run_with_args(
             "UPDATE storlab.bench_runs SET scale = $2, fillfactor = $3, started_at = pg_catalog.clock_timestamp(),
@@ -579,7 +634,7 @@ pub(super) fn bench(
     }
     let after = counters(&schema);
     let statements_after = statements();
-    let end = observe(&schema);
+    let end = observe(&schema, wal_wanted);
     let mut invalid = disagreement(
         expected.unwrap_or(&Expected::default()),
         &start,
@@ -729,7 +784,12 @@ pub(super) fn psql(job: &Job, conn: &Connection, sql: &str, dir: &Path) -> Resul
 
 /// psql with several `-c` commands in one session, each a statement or one
 /// backslash command (`\timing on` before a statement prints its duration).
-pub(super) fn psql_commands(job: &Job, conn: &Connection, commands: &[&str], dir: &Path) -> Result<String, JobEnd> {
+pub(super) fn psql_commands(
+    job: &Job,
+    conn: &Connection,
+    commands: &[&str],
+    dir: &Path,
+) -> Result<String, JobEnd> {
     psql_with(job, conn, commands, dir, &[])
 }
 

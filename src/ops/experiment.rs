@@ -10,13 +10,14 @@ use std::ffi::CString;
 
 use pgrx::prelude::*;
 
-use super::error::{invalid, spi, OrRaise};
+use super::error::{invalid, spi, Error, OrRaise, SqlState};
 use super::identity::{self, as_owner};
 use super::jobs;
 use super::relocate::check_target;
 use super::server::{hostname, system_identifier};
 use crate::request::experiment::{Experiment, Placement};
 use crate::request::job::JobSpec;
+use crate::sqltypes::Name;
 
 /// Checks the experiment against the catalog, starts its job and records
 /// it; returns its id (the job's).
@@ -75,13 +76,24 @@ pub fn start(mut e: Experiment) -> i64 {
     id
 }
 
-/// Continues a failed or cancelled experiment: the same job again, which
-/// skips the runs already measured. Returns its id.
+/// Continues a failed or cancelled experiment, or one that stopped where
+/// its next run needs pg_wal elsewhere (wal_needed): the same job again,
+/// which skips the runs already measured (and stops again if pg_wal has
+/// not moved). Returns its id.
 pub fn resume(experiment_id: i64) -> i64 {
-    jobs::restart(experiment_id, "experiment");
+    let stopped_for_wal = as_owner(|| {
+        Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1 AND wal_needed IS NOT NULL)",
+            &[experiment_id.into()],
+        )
+    })
+    .map_err(spi("reading the experiment"))
+    .or_raise()
+    .unwrap_or(false);
+    jobs::restart(experiment_id, "experiment", stopped_for_wal);
     as_owner(|| {
         Spi::run_with_args(
-            "UPDATE storlab.experiment_records SET current_action = 'queued again to resume' WHERE id = $1",
+            "UPDATE storlab.experiment_records SET current_action = 'queued again to resume', wal_needed = NULL WHERE id = $1",
             &[experiment_id.into()],
         )
     })
@@ -96,6 +108,25 @@ fn check_placement(layout: &str, p: &Placement) {
     }
     for (name, value) in &p.settings {
         check_setting(layout, name, value);
+    }
+    // only a filesystem is named: the tablespace must exist, nothing is created in it
+    if let Some(wal) = &p.wal {
+        let found = Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_tablespace WHERE spcname = $1)",
+            &[Name(wal.clone()).into()],
+        )
+        .map_err(spi("reading pg_tablespace"))
+        .or_raise();
+        if found != Some(true) {
+            Error::new(
+                SqlState::UndefinedObject,
+                format!("tablespace \"{wal}\" does not exist"),
+            )
+            .with_detail(format!(
+                "Layout \"{layout}\" names it for \"wal\": its runs need pg_wal on that tablespace's filesystem."
+            ))
+            .raise();
+        }
     }
 }
 

@@ -363,7 +363,9 @@ pub fn start(spec: JobSpec) -> i64 {
 /// Starts a failed or cancelled job again, on the same row (an experiment
 /// resumed: its id stays the one the caller knows). Only roles with the
 /// privileges of the job's role may: the job runs as that role.
-pub fn restart(job_id: i64, kind: &str) {
+/// `done_may_resume`: the job ended done without finishing (an experiment
+/// stopped where pg_wal must move), and may be queued again too.
+pub fn restart(job_id: i64, kind: &str, done_may_resume: bool) {
     sweep_dead_jobs();
     let row = as_owner(|| {
         Spi::get_three_with_args::<String, String, String>(
@@ -400,7 +402,8 @@ pub fn restart(job_id: i64, kind: &str) {
         ))
         .raise();
     }
-    if !matches!(status.as_str(), "failed" | "cancelled") {
+    if !(matches!(status.as_str(), "failed" | "cancelled") || (done_may_resume && status == "done"))
+    {
         Error::new(
             SqlState::ObjectInUse,
             format!("storlab job {job_id} is {status}: only a failed or cancelled {kind} can be resumed"),

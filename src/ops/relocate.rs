@@ -307,7 +307,9 @@ fn lock_oid(oid: pg_sys::Oid, what: &str, start: Instant, timeout: Duration) {
 
 /// Who holds a lock on a relation (see HOLDERS), or None.
 pub fn lock_holders(oid: pg_sys::Oid) -> Option<String> {
-    Spi::get_one_with_args::<String>(HOLDERS, &[oid.into()]).ok().flatten()
+    Spi::get_one_with_args::<String>(HOLDERS, &[oid.into()])
+        .ok()
+        .flatten()
 }
 
 /// Who holds a lock on a relation: backends by pid, and prepared
@@ -372,7 +374,11 @@ fn execute(
     // to that filesystem fails too.
     let folders = target_folders(&steps);
     let space = space_after_steps(&steps, &folders);
-    let call_bytes: i64 = steps.iter().filter(|s| s.rel.kind.has_storage()).map(|s| s.rel.bytes).sum();
+    let call_bytes: i64 = steps
+        .iter()
+        .filter(|s| s.rel.kind.has_storage())
+        .map(|s| s.rel.bytes)
+        .sum();
     let volatile = volatile_targets(&folders);
     // logged relations moved onto volatile storage, by target: said once the
     // moves are done (a move that fails its lock moved nothing)
@@ -486,15 +492,27 @@ fn execute(
                 human_bytes(call_bytes)
             )
         } else {
-            note(rel.kind, &rel.qualified, rel.table.as_deref(), rel.bytes, call_bytes)
+            note(
+                rel.kind,
+                &rel.qualified,
+                rel.table.as_deref(),
+                rel.bytes,
+                call_bytes,
+            )
         };
-        if let Some(fs) = volatile.get(&s.to).filter(|_| rel.logged && rel.kind.has_storage()) {
+        if let Some(fs) = volatile
+            .get(&s.to)
+            .filter(|_| rel.logged && rel.kind.has_storage())
+        {
             note.push_str(&format!(
                 "; {} is volatile storage ({fs}): a reboot loses this logged relation's files",
                 s.to
             ));
             if !dry_run {
-                onto_volatile.entry(s.to.clone()).or_default().push(rel.qualified.clone());
+                onto_volatile
+                    .entry(s.to.clone())
+                    .or_default()
+                    .push(rel.qualified.clone());
             }
         }
         if let (true, false, Some((_, a))) = (dry_run, rel.files_missing, &after) {
@@ -607,7 +625,10 @@ fn target_folders(steps: &[Step]) -> HashMap<String, PathBuf> {
 /// For each step that copies (a relation with storage), the target's
 /// folder and the space its filesystem has left after the whole call's
 /// copies (see crate::relocate::space_after).
-fn space_after_steps(steps: &[Step], folders: &HashMap<String, PathBuf>) -> Vec<Option<(PathBuf, SpaceAfter)>> {
+fn space_after_steps(
+    steps: &[Step],
+    folders: &HashMap<String, PathBuf>,
+) -> Vec<Option<(PathBuf, SpaceAfter)>> {
     let mut moves = Vec::new();
     let mut index = Vec::new();
     for (i, s) in steps.iter().enumerate() {
@@ -619,7 +640,11 @@ fn space_after_steps(steps: &[Step], folders: &HashMap<String, PathBuf>) -> Vec<
             (Ok(fs), Ok(sp)) => (fs, sp.avail_bytes),
             (Err(e), _) | (_, Err(e)) => Error::new(
                 SqlState::IoError,
-                format!("cannot read the free space of tablespace {} ({}): {e}", s.to, folder.display()),
+                format!(
+                    "cannot read the free space of tablespace {} ({}): {e}",
+                    s.to,
+                    folder.display()
+                ),
             )
             .raise(),
         };
@@ -652,7 +677,11 @@ fn tablespace_now(oid: pg_sys::Oid) -> Option<String> {
             spc = pg_sys::MyDatabaseTableSpace;
         }
         let name = pg_sys::get_tablespace_name(spc);
-        (!name.is_null()).then(|| std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned())
+        (!name.is_null()).then(|| {
+            std::ffi::CStr::from_ptr(name)
+                .to_string_lossy()
+                .into_owned()
+        })
     }
 }
 
@@ -960,7 +989,12 @@ fn rebuilt_as() -> std::collections::HashMap<pg_sys::Oid, pg_sys::Oid> {
                 None,
                 &[system_identifier().into()],
             )?
-            .map(|r| Ok((r.get::<pg_sys::Oid>(1)?.expect("oid"), r.get::<pg_sys::Oid>(2)?.expect("oid"))))
+            .map(|r| {
+                Ok((
+                    r.get::<pg_sys::Oid>(1)?.expect("oid"),
+                    r.get::<pg_sys::Oid>(2)?.expect("oid"),
+                ))
+            })
             .collect::<Result<std::collections::HashMap<_, _>, pgrx::spi::Error>>()
         })
         .map_err(spi("reading storlab.relocations"))
@@ -1016,7 +1050,8 @@ fn restore(wanted: Vec<Wanted>, timeout: Duration, label: &str, whole: bool) -> 
             Err(why) => notice!("storlab: {name} {why}; nothing to restore"),
         }
     }
-    let (mine, others): (Vec<Step>, Vec<Step>) = plan(candidates).into_iter().partition(|s| s.rel.owned);
+    let (mine, others): (Vec<Step>, Vec<Step>) =
+        plan(candidates).into_iter().partition(|s| s.rel.owned);
     for s in &others {
         let owner = Spi::get_one_with_args::<String>(
             "SELECT c.relowner::pg_catalog.regrole::text FROM pg_catalog.pg_class c WHERE c.oid = $1",
@@ -1028,7 +1063,11 @@ fn restore(wanted: Vec<Wanted>, timeout: Duration, label: &str, whole: bool) -> 
         if whole {
             Error::new(
                 SqlState::InsufficientPrivilege,
-                format!("must be owner of {} {} to move it back", s.rel.kind.as_str(), s.rel.qualified),
+                format!(
+                    "must be owner of {} {} to move it back",
+                    s.rel.kind.as_str(),
+                    s.rel.qualified
+                ),
             )
             .with_detail(format!("Its owner is {owner}. Nothing was moved."))
             .raise();
@@ -1084,7 +1123,14 @@ fn same_relation(oid: pg_sys::Oid, name: &str, kind: &str) -> Result<(), String>
 /// Every table, index, TOAST table and index, materialized view, partitioned
 /// table and index of one schema (or every user schema): where it lives and
 /// how much it holds, logically and on the filesystem.
-pub type LayoutRow = (RegClass, String, Option<RegClass>, Name, Option<i64>, Option<i64>);
+pub type LayoutRow = (
+    RegClass,
+    String,
+    Option<RegClass>,
+    Name,
+    Option<i64>,
+    Option<i64>,
+);
 
 pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
     if let Some(schema) = &schema_name {
@@ -1094,7 +1140,11 @@ pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
             &[schema.clone().into()],
         );
         if exists != Ok(Some(true)) {
-            Error::new(SqlState::InvalidSchemaName, format!("schema \"{schema}\" does not exist")).raise();
+            Error::new(
+                SqlState::InvalidSchemaName,
+                format!("schema \"{schema}\" does not exist"),
+            )
+            .raise();
         }
     }
     let data = data_dir();

@@ -136,13 +136,23 @@ impl Target {
             Ok(m) if m.is_dir() => Ok(()),
             Ok(_) => Err(Error::new(
                 SqlState::IoError,
-                format!("the folder of {} is not a directory: {}", self.name, self.folder.display()),
+                format!(
+                    "the folder of {} is not a directory: {}",
+                    self.name,
+                    self.folder.display()
+                ),
             )),
             Err(e) => Err(Error::new(
                 SqlState::IoError,
-                format!("cannot measure {}: its folder {} cannot be read: {e}", self.name, self.folder.display()),
+                format!(
+                    "cannot measure {}: its folder {} cannot be read: {e}",
+                    self.name,
+                    self.folder.display()
+                ),
             )
-            .with_hint("Is the volume mounted? A tablespace on tmpfs loses its folder at a reboot.")),
+            .with_hint(
+                "Is the volume mounted? A tablespace on tmpfs loses its folder at a reboot.",
+            )),
         }
     }
 }

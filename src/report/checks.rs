@@ -172,7 +172,12 @@ pub fn regression_description(
 
 /// What regressions() says of a figure it cannot test: a change beyond
 /// max_change_pct with fewer than two figures on a side has no p-value.
-pub fn untestable_description(tablespace: &str, workload: &str, metric: Metric, baseline: &str) -> String {
+pub fn untestable_description(
+    tablespace: &str,
+    workload: &str,
+    metric: Metric,
+    baseline: &str,
+) -> String {
     format!(
         "{tablespace} {workload} {metric} cannot be tested against baseline '{baseline}': a test of the change needs at least two figures on each side"
     )

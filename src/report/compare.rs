@@ -169,7 +169,11 @@ mod tests {
         let r = rank(&[pg_wal, ssd]);
         assert_eq!(r[0].best_for, vec!["wal"]);
         assert_eq!(r[1].best_for, vec!["indexes", "bulk"]);
-        assert_eq!(r[1].randread_vs_best, Some(1.0), "pg_wal is no yardstick for reads");
+        assert_eq!(
+            r[1].randread_vs_best,
+            Some(1.0),
+            "pg_wal is no yardstick for reads"
+        );
         assert_eq!(r[0].randread_vs_best, Some(0.1));
     }
 

@@ -6,6 +6,7 @@
 //! runs and pools the latency histograms.
 
 use super::stats::{bar, improvement_pct, summarize, welch};
+use serde::{Deserialize, Serialize};
 
 /// Width of the bar of the best cell, in characters.
 pub const BAR_WIDTH: usize = 30;
@@ -41,6 +42,32 @@ pub struct CellStats {
     pub bar: String,
 }
 
+/// One sample against another: the improvement of `tps`'s mean over
+/// `base`'s, Welch's two-sided p, and whether that p is below [`ALPHA`].
+/// The one rule of significance of an experiment's report, for layouts
+/// against the baseline and fillfactors against the reference alike.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Versus {
+    pub improvement_pct: Option<f64>,
+    /// None with fewer than two runs on either side
+    pub p_value: Option<f64>,
+    pub significant: Option<bool>,
+}
+
+pub fn versus(base: &[f64], tps: &[f64]) -> Versus {
+    let (Some(b), Some(s)) = (summarize(base), summarize(tps)) else {
+        return Versus::default();
+    };
+    let p_value = welch(base, tps)
+        .map(|w| w.p_value)
+        .filter(|p| p.is_finite());
+    Versus {
+        improvement_pct: improvement_pct(b.mean, s.mean),
+        p_value,
+        significant: p_value.map(|p| p < ALPHA),
+    }
+}
+
 /// The statistics of every cell, in the order given; `baseline` names the
 /// layout the others are compared with.
 pub fn compare(cells: &[Cell], baseline: &str) -> Vec<CellStats> {
@@ -58,15 +85,13 @@ pub fn compare(cells: &[Cell], baseline: &str) -> Vec<CellStats> {
                 b.layout == baseline && b.fillfactor == cell.fillfactor && b.clients == cell.clients
             });
             let is_baseline = cell.layout == baseline;
-            let (improvement, p_value) = match (summary, base) {
-                (Some(_), Some(_)) if is_baseline => (Some(0.0), None),
-                (Some(s), Some((b, Some(bs)))) => (
-                    improvement_pct(bs.mean, s.mean),
-                    welch(&b.tps, &cell.tps)
-                        .map(|w| w.p_value)
-                        .filter(|p| p.is_finite()),
-                ),
-                _ => (None, None),
+            let v = match (summary, base) {
+                (Some(_), Some((_, Some(_)))) if is_baseline => Versus {
+                    improvement_pct: Some(0.0),
+                    ..Versus::default()
+                },
+                (Some(_), Some((b, Some(_)))) => versus(&b.tps, &cell.tps),
+                _ => Versus::default(),
             };
             CellStats {
                 runs: cell.tps.len(),
@@ -74,9 +99,9 @@ pub fn compare(cells: &[Cell], baseline: &str) -> Vec<CellStats> {
                 tps_stddev: summary.as_ref().and_then(|s| s.stddev),
                 tps_ci95_low: summary.as_ref().and_then(|s| s.ci95_low),
                 tps_ci95_high: summary.as_ref().and_then(|s| s.ci95_high),
-                improvement_pct: improvement,
-                p_value,
-                significant: p_value.map(|p| p < ALPHA),
+                improvement_pct: v.improvement_pct,
+                p_value: v.p_value,
+                significant: v.significant,
                 bar: summary
                     .as_ref()
                     .map(|s| bar(s.mean, best, BAR_WIDTH))
@@ -86,14 +111,84 @@ pub fn compare(cells: &[Cell], baseline: &str) -> Vec<CellStats> {
         .collect()
 }
 
+/// The fillfactor the others are compared with: 100 (pgbench's and
+/// PostgreSQL's default) when the experiment has it, else the largest it
+/// has; None with a single fillfactor (nothing to compare).
+pub fn reference_fillfactor(fillfactors: &[i32]) -> Option<i32> {
+    if fillfactors.len() < 2 {
+        return None;
+    }
+    if fillfactors.contains(&100) {
+        Some(100)
+    } else {
+        fillfactors.iter().copied().max()
+    }
+}
+
+/// Each cell against the cell of the same layout and clients at the
+/// `reference` fillfactor ([`reference_fillfactor`]), by the same rule as
+/// layouts against the baseline ([`versus`]). None for the reference's own
+/// cells, and for every cell without a reference.
+pub fn compare_fillfactors(cells: &[Cell], reference: Option<i32>) -> Vec<Option<Versus>> {
+    cells
+        .iter()
+        .map(|cell| {
+            let reference = reference.filter(|r| *r != cell.fillfactor)?;
+            let base = cells.iter().find(|b| {
+                b.layout == cell.layout && b.clients == cell.clients && b.fillfactor == reference
+            })?;
+            Some(versus(&base.tps, &cell.tps))
+        })
+        .collect()
+}
+
 /// What a run observed of pgbench's relations at one moment (its start or
 /// its end), read from pg_class: each table's and each index's tablespace,
 /// and pgbench_accounts' fillfactor (from reloptions; 100 when unset).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
     pub tables: std::collections::BTreeMap<String, String>,
     pub indexes: std::collections::BTreeMap<String, String>,
     pub fillfactor: Option<i32>,
+    /// Where pg_wal was (None: it could not be read; runs stored before
+    /// storlab recorded it have none either).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal: Option<WalPlace>,
+}
+
+/// Where pg_wal is: its folder with links resolved, the filesystem's mount
+/// point and type, and a tablespace whose folder is on the same filesystem
+/// (same st_dev), if any ([`wal_tablespace`] chooses which).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalPlace {
+    pub location: String,
+    pub mount_point: String,
+    pub fs_type: String,
+    pub tablespace: Option<String>,
+}
+
+impl WalPlace {
+    /// How a report names it: the tablespace sharing its filesystem, else
+    /// the mount point.
+    pub fn label(&self) -> &str {
+        self.tablespace.as_deref().unwrap_or(&self.mount_point)
+    }
+}
+
+/// Which tablespace names the filesystem pg_wal is on, among those whose
+/// folders share it (`sharing`): the one the layout asks for when it is
+/// among them; else the first by name of the DBA's own; else pg_default
+/// (the data folder); None when none shares it.
+pub fn wal_tablespace(sharing: &[String], preferred: Option<&str>) -> Option<String> {
+    if let Some(p) = preferred.filter(|p| sharing.iter().any(|s| s == p)) {
+        return Some(p.to_string());
+    }
+    let mut own: Vec<&String> = sharing.iter().filter(|s| !s.starts_with("pg_")).collect();
+    own.sort();
+    own.first()
+        .map(|s| s.to_string())
+        .or_else(|| sharing.iter().find(|s| *s == "pg_default").cloned())
+        .or_else(|| sharing.first().cloned())
 }
 
 /// What a run of an experiment's cell should have observed: its layout's
@@ -105,6 +200,8 @@ pub struct Expected {
     pub indexes: Option<String>,
     pub fillfactor: Option<i32>,
     pub settings: Vec<(String, String)>,
+    /// The tablespace whose filesystem pg_wal must be on (the layout's `wal`).
+    pub wal: Option<String>,
 }
 
 /// Why a run's observations disagree with each other or with what its cell
@@ -140,6 +237,31 @@ pub fn disagreement(
                 ));
             }
         }
+        if let Some(want) = &expected.wal {
+            match &o.wal {
+                None => why.push(format!(
+                    "at its {when} where pg_wal was could not be read, and the layout wants it on {want}'s filesystem"
+                )),
+                Some(w) if w.tablespace.as_deref() != Some(want.as_str()) => why.push(format!(
+                    "at its {when} pg_wal was on {} ({}), where the layout wants it on {want}'s filesystem",
+                    w.label(),
+                    w.location
+                )),
+                _ => {}
+            }
+        }
+    }
+    match (&start.wal, &end.wal) {
+        (Some(s), Some(e)) if (&s.location, &s.mount_point) != (&e.location, &e.mount_point) => why
+            .push(format!(
+                "pg_wal moved from {} ({}) to {} ({}) while it ran",
+                s.location, s.mount_point, e.location, e.mount_point
+            )),
+        (Some(s), None) => why.push(format!(
+            "pg_wal was in {} at its start and could not be read at its end",
+            s.location
+        )),
+        _ => {}
     }
     for (part, s, e) in [
         ("tables", &start.tables, &end.tables),
@@ -148,9 +270,9 @@ pub fn disagreement(
         for (rel, ts) in s {
             match e.get(rel) {
                 None => why.push(format!("{rel} was gone at its end")),
-                Some(te) if te != ts => why.push(format!(
-                    "{rel} was moved from {ts} to {te} while it ran"
-                )),
+                Some(te) if te != ts => {
+                    why.push(format!("{rel} was moved from {ts} to {te} while it ran"))
+                }
                 _ => {}
             }
         }
@@ -315,6 +437,7 @@ mod tests {
                 .into_iter()
                 .collect(),
             fillfactor: Some(ff),
+            wal: None,
         }
     }
 
@@ -325,6 +448,7 @@ mod tests {
             indexes: Some("ram".into()),
             fillfactor: Some(100),
             settings: vec![("synchronous_commit".into(), "off".into())],
+            wal: None,
         };
         let s = serde_json::json!({"synchronous_commit": "off", "work_mem": "4MB"});
         let o = obs("disk", "ram", 100);
@@ -338,23 +462,41 @@ mod tests {
             indexes: Some("ram".into()),
             fillfactor: Some(100),
             settings: vec![("synchronous_commit".into(), "off".into())],
+            wal: None,
         };
         let s = serde_json::json!({"synchronous_commit": "off"});
         // tables where another layout left them
-        let why = disagreement(&want, &obs("ram", "ram", 100), &obs("ram", "ram", 100), &s).unwrap();
-        assert!(why.contains("at its start pgbench_accounts was in ram, where the layout puts tables in disk"), "{why}");
+        let why =
+            disagreement(&want, &obs("ram", "ram", 100), &obs("ram", "ram", 100), &s).unwrap();
+        assert!(
+            why.contains(
+                "at its start pgbench_accounts was in ram, where the layout puts tables in disk"
+            ),
+            "{why}"
+        );
         // fillfactor changed during the run (ALTER TABLE ... SET (fillfactor=50))
-        let why = disagreement(&want, &obs("disk", "ram", 100), &obs("disk", "ram", 50), &s).unwrap();
-        assert!(why.contains("at its end pgbench_accounts had fillfactor 50, the cell's is 100"), "{why}");
+        let why =
+            disagreement(&want, &obs("disk", "ram", 100), &obs("disk", "ram", 50), &s).unwrap();
+        assert!(
+            why.contains("at its end pgbench_accounts had fillfactor 50, the cell's is 100"),
+            "{why}"
+        );
         assert!(why.contains("changed from 100 to 50 while it ran"), "{why}");
         // the next run starts from it
-        let why = disagreement(&want, &obs("disk", "ram", 50), &obs("disk", "ram", 50), &s).unwrap();
-        assert!(why.contains("at its start pgbench_accounts had fillfactor 50"), "{why}");
+        let why =
+            disagreement(&want, &obs("disk", "ram", 50), &obs("disk", "ram", 50), &s).unwrap();
+        assert!(
+            why.contains("at its start pgbench_accounts had fillfactor 50"),
+            "{why}"
+        );
         // a setting its sessions did not run with
         let on = serde_json::json!({"synchronous_commit": "on"});
         let o = obs("disk", "ram", 100);
         let why = disagreement(&want, &o, &o, &on).unwrap();
-        assert_eq!(why, "its sessions ran with synchronous_commit = on, the layout sets off");
+        assert_eq!(
+            why,
+            "its sessions ran with synchronous_commit = on, the layout sets off"
+        );
         // a table dropped while it ran
         let mut end = o.clone();
         end.tables.remove("pgbench_history");
@@ -362,8 +504,143 @@ mod tests {
         assert_eq!(why, "pgbench_history was gone at its end");
         // with no expectation (a bench_start run), only start against end
         let none = Expected::default();
-        assert_eq!(disagreement(&none, &obs("x", "y", 70), &obs("x", "y", 70), &s), None);
+        assert_eq!(
+            disagreement(&none, &obs("x", "y", 70), &obs("x", "y", 70), &s),
+            None
+        );
         let why = disagreement(&none, &obs("x", "y", 70), &obs("x", "z", 70), &s).unwrap();
-        assert_eq!(why, "pgbench_accounts_pkey was moved from y to z while it ran");
+        assert_eq!(
+            why,
+            "pgbench_accounts_pkey was moved from y to z while it ran"
+        );
+    }
+
+    fn ff(layout: &str, fillfactor: i32, tps: &[f64]) -> Cell {
+        Cell {
+            layout: layout.into(),
+            fillfactor,
+            clients: 8,
+            tps: tps.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_reference_fillfactor_is_100_else_the_largest() {
+        assert_eq!(reference_fillfactor(&[70, 100, 50]), Some(100));
+        assert_eq!(reference_fillfactor(&[70, 90]), Some(90));
+        assert_eq!(reference_fillfactor(&[100]), None);
+        assert_eq!(reference_fillfactor(&[70]), None);
+    }
+
+    // The figures of baseline_and_challenger (SciPy): [100, 110, 105] at
+    // fillfactor 100 against [120, 125, 130] at fillfactor 70.
+    #[test]
+    fn each_fillfactor_against_the_reference_at_the_same_layout_and_clients() {
+        let cells = vec![
+            ff("a", 100, &[100.0, 110.0, 105.0]),
+            ff("b", 100, &[]),
+            ff("a", 70, &[120.0, 125.0, 130.0]),
+            ff("b", 70, &[50.0, 60.0]),
+            ff("a", 50, &[94.5]),
+        ];
+        let r = compare_fillfactors(&cells, reference_fillfactor(&[100, 70, 50]));
+        assert_eq!(r[0], None, "the reference itself");
+        assert_eq!(r[1], None);
+        let a70 = r[2].unwrap();
+        assert!(close(a70.improvement_pct, 19.047619, 1e-5));
+        assert!(close(a70.p_value, 0.0080499, 1e-6));
+        assert_eq!(a70.significant, Some(true));
+        // b's reference has no runs: nothing known
+        assert_eq!(r[3], Some(Versus::default()));
+        // one run: the change, no test
+        let a50 = r[4].unwrap();
+        assert!(close(a50.improvement_pct, -10.0, 1e-9));
+        assert_eq!(a50.p_value, None);
+        assert_eq!(a50.significant, None);
+        // the same rule as layouts against the baseline
+        let layouts = compare(
+            &[
+                ff("a", 100, &[100.0, 110.0, 105.0]),
+                ff("c", 100, &[120.0, 125.0, 130.0]),
+            ],
+            "a",
+        );
+        assert_eq!(layouts[1].p_value, a70.p_value);
+        assert_eq!(layouts[1].significant, a70.significant);
+        // one fillfactor: no column to fill
+        assert!(compare_fillfactors(&cells[..2], None)
+            .iter()
+            .all(Option::is_none));
+    }
+
+    fn wal(location: &str, ts: Option<&str>) -> WalPlace {
+        WalPlace {
+            location: location.into(),
+            mount_point: location
+                .rsplit_once('/')
+                .map_or("/", |(m, _)| m)
+                .to_string(),
+            fs_type: "ext4".into(),
+            tablespace: ts.map(String::from),
+        }
+    }
+
+    #[test]
+    fn the_tablespace_named_for_wal_prefers_the_layouts_then_the_dbas() {
+        let sharing: Vec<String> = ["pg_default", "pg_global", "lab_z", "lab_disk"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            wal_tablespace(&sharing, Some("lab_z")).as_deref(),
+            Some("lab_z")
+        );
+        assert_eq!(
+            wal_tablespace(&sharing, Some("lab_ram")).as_deref(),
+            Some("lab_disk")
+        );
+        assert_eq!(wal_tablespace(&sharing, None).as_deref(), Some("lab_disk"));
+        let system: Vec<String> = ["pg_global", "pg_default"].map(String::from).to_vec();
+        assert_eq!(wal_tablespace(&system, None).as_deref(), Some("pg_default"));
+        assert_eq!(wal_tablespace(&[], Some("lab_disk")), None);
+        assert_eq!(wal("/mnt/x/wal", None).label(), "/mnt/x");
+        assert_eq!(wal("/mnt/x/wal", Some("t")).label(), "t");
+    }
+
+    #[test]
+    fn a_run_with_wal_elsewhere_than_its_layout_wants_is_invalid() {
+        let s = serde_json::json!({});
+        let want = Expected {
+            wal: Some("lab_disk".into()),
+            ..Expected::default()
+        };
+        let at = |w: Option<WalPlace>| Observation {
+            wal: w,
+            ..obs("disk", "disk", 100)
+        };
+        let here = at(Some(wal("/lab/data/pg_wal", Some("lab_disk"))));
+        assert_eq!(disagreement(&want, &here, &here, &s), None);
+        let ram = at(Some(wal("/ram/wal", Some("lab_ram"))));
+        let why = disagreement(&want, &ram, &ram, &s).unwrap();
+        assert!(why.contains("at its start pg_wal was on lab_ram (/ram/wal), where the layout wants it on lab_disk's filesystem"), "{why}");
+        let unread = disagreement(&want, &at(None), &at(None), &s).unwrap();
+        assert!(
+            unread.contains("where pg_wal was could not be read"),
+            "{unread}"
+        );
+        // without a `wal` in its layout, any place will do, but not two
+        let none = Expected::default();
+        assert_eq!(disagreement(&none, &ram, &ram, &s), None);
+        let why = disagreement(&none, &here, &ram, &s).unwrap();
+        assert_eq!(
+            why,
+            "pg_wal moved from /lab/data/pg_wal (/lab/data) to /ram/wal (/ram) while it ran"
+        );
+        // recorded in `observed`; older runs without it still read back
+        let json = serde_json::to_value(&here).unwrap();
+        assert_eq!(json["wal"]["tablespace"], "lab_disk");
+        let old: Observation = serde_json::from_value(serde_json::json!(
+            {"tables": {}, "indexes": {}, "fillfactor": 100}))
+        .unwrap();
+        assert_eq!(old.wal, None);
     }
 }

@@ -87,8 +87,14 @@ mod tests {
                 .contains("between 1 and 100"));
         }
         assert_eq!(test_repetitions(2).unwrap(), 2);
-        assert!(test_repetitions(1).unwrap_err().message.contains("at least 2"));
-        assert!(test_repetitions(0).unwrap_err().message.contains("between 1 and 100"));
+        assert!(test_repetitions(1)
+            .unwrap_err()
+            .message
+            .contains("at least 2"));
+        assert!(test_repetitions(0)
+            .unwrap_err()
+            .message
+            .contains("between 1 and 100"));
         assert_eq!(workload("randread_qd32").unwrap().iodepth, 32);
         assert_eq!(workload(" WAL ").unwrap().name(), "wal");
         let e = workload("scan").unwrap_err().message;

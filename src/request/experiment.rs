@@ -21,6 +21,13 @@ pub struct Placement {
     pub temp: Option<String>,
     /// Session settings of pgbench's connections, as given (name, value).
     pub settings: Vec<(String, String)>,
+    /// A tablespace whose filesystem pg_wal must be on for the layout's
+    /// runs (pg_default, pg_global: the data folder's). The server must be
+    /// stopped to move pg_wal: the experiment stops where the next run
+    /// needs it elsewhere, and is resumed once it was moved. None: WAL
+    /// anywhere (still recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,7 +107,7 @@ pub enum Step {
 /// The keys of `options` that belong to the experiment; the others are
 /// pgbench run options (RunOptions).
 const EXPERIMENT_OPTIONS: [&str; 4] = ["baseline", "order", "lock_timeout_ms", "reuse_tables"];
-const PLACEMENT_KEYS: [&str; 4] = ["tables", "indexes", "temp", "settings"];
+const PLACEMENT_KEYS: [&str; 5] = ["tables", "indexes", "temp", "settings", "wal"];
 
 /// The arguments of experiment_start, as the SQL function received them.
 pub struct Args<'a> {
@@ -336,6 +343,56 @@ impl Experiment {
         steps
     }
 
+    /// The tablespace whose filesystem pg_wal must be on for this step
+    /// (a run of a layout with `wal`), if any.
+    pub fn wal_needed(&self, step: Step) -> Option<&str> {
+        match step {
+            Step::Run { layout, .. } => self.layouts[layout].placement.wal.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Why the experiment stops before `step`, whose layout needs pg_wal on
+    /// `needed`'s filesystem while it is on `here` (a tablespace sharing its
+    /// filesystem, else None) mounted at `mount_point`: what to do, for a
+    /// person or a script to read.
+    pub fn wal_stop_reason(
+        &self,
+        id: i64,
+        step: Step,
+        needed: &str,
+        here: Option<&str>,
+        mount_point: &str,
+    ) -> String {
+        let Step::Run {
+            fillfactor,
+            repetition,
+            layout,
+            clients,
+        } = step
+        else {
+            return String::new();
+        };
+        let here = match here {
+            Some(t) => format!("{t}'s filesystem"),
+            None => format!("the filesystem mounted at {mount_point}, where no tablespace is"),
+        };
+        let mut run = format!(
+            "layout \"{}\", repetition {repetition}",
+            self.layouts[layout].name
+        );
+        if self.fillfactors.len() > 1 {
+            run.push_str(&format!(", fillfactor {fillfactor}"));
+        }
+        if self.clients.len() > 1 {
+            run.push_str(&format!(", clients {clients}"));
+        }
+        format!(
+            "pg_wal is on {here}; the next run ({run}) needs it on {needed}'s: \
+             move pg_wal while the server is stopped, then storlab.experiment_resume({id})"
+        )
+    }
+
     /// What a person reads in `current_action` while a step runs.
     pub fn describe(&self, step: Step, phase: &str) -> String {
         let ff = |f: i32| {
@@ -457,6 +514,7 @@ pub fn parse_layouts(v: &serde_json::Value) -> Result<Vec<Layout>> {
                 "tables" => placement.tables = Some(tablespace()?),
                 "indexes" => placement.indexes = Some(tablespace()?),
                 "temp" => placement.temp = Some(tablespace()?),
+                "wal" => placement.wal = Some(tablespace()?),
                 "settings" => placement.settings = parse_settings(&name, value)?,
                 // the array form's own key
                 "name" if v.is_array() => {}
@@ -794,7 +852,11 @@ mod tests {
             (p.tables.as_deref().unwrap(), p.indexes.as_deref().unwrap())
         };
         assert_eq!(at(0), ("disk", "disk"));
-        assert_eq!(at(1), ("disk", "ram"), "B's tables: the baseline's, not C's");
+        assert_eq!(
+            at(1),
+            ("disk", "ram"),
+            "B's tables: the baseline's, not C's"
+        );
         assert_eq!(at(2), ("ram", "ram"));
         assert_eq!(at(3), ("disk", "disk"));
         assert_eq!(filled.len(), 3);
@@ -812,7 +874,10 @@ mod tests {
         let mut e = Experiment::new(args(&l, &json!({}))).unwrap();
         let filled = e.resolve_omitted_parts("pg_default");
         assert_eq!(e.layouts[0].placement.tables.as_deref(), Some("pg_default"));
-        assert_eq!(e.layouts[0].placement.indexes.as_deref(), Some("pg_default"));
+        assert_eq!(
+            e.layouts[0].placement.indexes.as_deref(),
+            Some("pg_default")
+        );
         assert_eq!(e.layouts[1].placement.tables.as_deref(), Some("pg_default"));
         assert_eq!(e.layouts[1].placement.indexes.as_deref(), Some("ram"));
         assert!(filled
@@ -846,6 +911,64 @@ mod tests {
             pgoptions(&p).unwrap(),
             "-c temp_tablespaces=\"a\\\tb\\\nc\""
         );
+    }
+
+    #[test]
+    fn a_layout_may_name_where_wal_must_be() {
+        let l = json!([
+            {"name": "wal-raid6", "tables": "r6", "wal": "r6"},
+            {"name": "wal-raid1", "tables": "r6", "wal": "r1"},
+            {"name": "anywhere", "tables": "r6"}
+        ]);
+        let o = json!({});
+        let mut a = args(&l, &o);
+        a.repetitions = 2;
+        let e = Experiment::new(a).unwrap();
+        assert_eq!(e.layouts[0].placement.wal.as_deref(), Some("r6"));
+        assert_eq!(e.layouts[2].placement.wal, None);
+        let steps = e.steps();
+        let runs: Vec<Step> = steps
+            .iter()
+            .copied()
+            .filter(|s| matches!(s, Step::Run { .. }))
+            .collect();
+        // the order is the alternating one: runs sharing a WAL place are
+        // neighbours, and nothing is reordered for WAL
+        let wal: Vec<Option<&str>> = runs.iter().map(|s| e.wal_needed(*s)).collect();
+        assert_eq!(
+            wal,
+            vec![Some("r6"), Some("r1"), None, None, Some("r1"), Some("r6")]
+        );
+        assert_eq!(
+            e.wal_needed(steps[0]),
+            None,
+            "pgbench -i needs no WAL place"
+        );
+        assert_eq!(
+            e.wal_stop_reason(42, runs[4], "r1", Some("r6"), "/mnt/r6"),
+            "pg_wal is on r6's filesystem; the next run (layout \"wal-raid1\", repetition 2) needs it on r1's: \
+             move pg_wal while the server is stopped, then storlab.experiment_resume(42)"
+        );
+        assert!(e
+            .wal_stop_reason(42, runs[0], "r6", None, "/srv")
+            .starts_with(
+                "pg_wal is on the filesystem mounted at /srv, where no tablespace is; the next run"
+            ));
+        // a layout without it keeps its stored form (args of older experiments read back)
+        let back: Experiment = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+        assert!(!serde_json::to_string(&e.layouts[2].placement)
+            .unwrap()
+            .contains("wal"));
+        for bad in [json!({"a": {"wal": 3}}), json!({"a": {"wal": ""}})] {
+            let err = Experiment::new(args(&bad, &o)).unwrap_err();
+            assert_eq!(err.state.code(), "22023");
+            assert!(
+                err.message.contains("wal must be a tablespace's name"),
+                "{}",
+                err.message
+            );
+        }
     }
 
     #[test]
