@@ -350,7 +350,7 @@ fn place(job: &Job, e: &Experiment, step: Step, i: usize, layout: usize) -> Resu
     // what the placement did, observed: the layout counts as applied only
     // when every relation is where it puts them, and status texts later
     // compare with this observation (placement_now), not with the request
-    let seen = run::observe(&schema);
+    let seen = run::observe_relations(&schema);
     let holds = |rels: &std::collections::BTreeMap<String, String>, want: &Option<String>| {
         want.as_ref().is_none_or(|w| rels.values().all(|t| t == w))
     };
@@ -374,7 +374,7 @@ pub(super) fn placement_now(job_id: i64) -> String {
         )
     });
     let placed: Option<Observation> = placed.and_then(|p| serde_json::from_value(p.0).ok());
-    let now = run::pgbench_schema().map(|s| run::observe(&s)).unwrap_or_default();
+    let now = run::pgbench_schema().map(|s| run::observe_relations(&s)).unwrap_or_default();
     placement_sentence(layout.as_deref(), placed.as_ref(), &now)
 }
 

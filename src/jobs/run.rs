@@ -297,7 +297,7 @@ pub(super) fn observe(schema: &str, wal: Option<&str>) -> Observation {
     o
 }
 
-fn observe_relations(schema: &str) -> Observation {
+pub(super) fn observe_relations(schema: &str) -> Observation {
     let json = as_caller(|| {
         Spi::get_one_with_args::<JsonB>(
             "SELECT pg_catalog.jsonb_build_object(
