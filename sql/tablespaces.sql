@@ -32,6 +32,35 @@ SELECT tablespace, backing, raid_profile, compression
   FROM storlab.tablespaces()
  WHERE tablespace = 'lab_ram';
 
+-- What the server runs under. memory_limit_bytes: the memory limit of its
+-- cgroup (the smallest of its group's and its ancestors'; page cache is
+-- charged to it), the same on every row, NULL when there is none.
+SELECT count(DISTINCT coalesce(memory_limit_bytes, -1)) AS memory_limits,
+       bool_and(memory_limit_bytes IS NULL OR memory_limit_bytes > 0) AS null_or_positive
+  FROM storlab.tablespaces();
+
+-- The cgroup I/O throttles on the tablespace's block devices: none can
+-- apply to tmpfs (the pgTAP tests compare the others with the kernel's files).
+SELECT tablespace, read_iops_limit, write_iops_limit, read_bps_limit, write_bps_limit
+  FROM storlab.tablespaces()
+ WHERE tablespace = 'lab_ram';
+
+-- description: the tablespace's comment, where a DBA (or the lab) states
+-- its device class. The WAL folder is no tablespace: it has none.
+SET allow_in_place_tablespaces = on;
+CREATE TABLESPACE regress_storlab_described LOCATION '';
+RESET allow_in_place_tablespaces;
+COMMENT ON TABLESPACE regress_storlab_described IS 'cloud volume class: 500 IOPS per device';
+SELECT tablespace, description
+  FROM storlab.tablespaces()
+ WHERE tablespace IN ('regress_storlab_described', 'pg_wal')
+ ORDER BY tablespace;
+COMMENT ON TABLESPACE regress_storlab_described IS NULL;
+SELECT description IS NULL AS no_description
+  FROM storlab.tablespaces()
+ WHERE tablespace = 'regress_storlab_described';
+DROP TABLESPACE regress_storlab_described;
+
 -- `location` is the folder PostgreSQL really writes to: base/ for pg_default,
 -- the version folder inside a tablespace's location, pg_wal for WAL.
 SELECT tablespace,

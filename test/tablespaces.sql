@@ -2,7 +2,7 @@
 -- Environment-dependent checks live here, not in pg_regress.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(22);
+SELECT plan(30);
 
 CREATE TEMP TABLE facts AS SELECT * FROM storlab.tablespaces();
 CREATE TEMP TABLE peer (tablespace name, tool text, line text);
@@ -106,6 +106,91 @@ SELECT CASE WHEN EXISTS (SELECT FROM facts WHERE tablespace = 'lab_zram') THEN
     is((SELECT backing || ' / ' || compression FROM facts WHERE tablespace = 'lab_zram'),
        'zram (lz4) / lz4 (zram)', 'lab_zram: a zram device that compresses with lz4'))
 ELSE skip('no lab_zram (the lab was started without --studies)', 1) END;
+
+-- What the server runs under, against the kernel's own files read here
+-- (not by storlab's code): its memory group's limit and the blkio throttles
+-- on each tablespace's devices. Holds throttled or not; the lab sets no rule.
+CREATE TEMP TABLE groups AS
+SELECT c.controller, rtrim('/sys/fs/cgroup/' || c.controller || '/' || array_to_string(p[1:n], '/'), '/') AS dir
+  FROM (SELECT c.controller,
+               string_to_array(trim(BOTH '/' FROM substring(pg_read_file('/proc/self/cgroup')
+                                                             FROM '(?n)^[0-9]+:' || c.controller || ':(.*)$')), '/') AS p
+          FROM (VALUES ('memory'), ('blkio')) c(controller)) c,
+       generate_series(0, coalesce(cardinality(p), -1)) n;
+CREATE FUNCTION pg_temp.sysfs(path text) RETURNS text LANGUAGE sql AS
+  $$ SELECT trim(E' \n' FROM pg_read_file(path, 0, 1048576, true)) $$;
+SELECT CASE WHEN EXISTS (SELECT FROM groups WHERE controller = 'memory') THEN
+  collect_tap(
+    is((SELECT string_agg(DISTINCT coalesce(memory_limit_bytes::text, 'none'), ',') FROM facts),
+       (SELECT coalesce(min(pg_temp.sysfs(dir || '/memory.limit_in_bytes')::numeric)::text, 'none') FROM groups
+         WHERE controller = 'memory' AND pg_temp.sysfs(dir || '/memory.limit_in_bytes')::numeric < 2::numeric ^ 62),
+       'memory_limit_bytes is the smallest memory.limit_in_bytes of the server''s group and its ancestors, on every row'))
+ELSE skip('no cgroup v1 memory hierarchy here', 1) END;
+
+-- The devices under each tablespace: btrfs's members (its sysfs folder
+-- lists them), else the mount's device; their major:minor from sysfs.
+CREATE TEMP TABLE members AS
+SELECT f.tablespace, m.member, pg_temp.sysfs('/sys/class/block/' || m.member || '/dev') AS devno
+  FROM facts f
+  CROSS JOIN LATERAL (
+    SELECT d AS member
+      FROM pg_ls_dir('/sys/fs/btrfs', true, false) b, pg_ls_dir('/sys/fs/btrfs/' || b || '/devices', true, false) d
+     WHERE f.fs_type = 'btrfs'
+       AND (pg_stat_file('/sys/fs/btrfs/' || b || '/devices/' || substr(f.device, 6), true)).modification IS NOT NULL
+    UNION
+    SELECT substr(f.device, 6) WHERE f.fs_type IS DISTINCT FROM 'btrfs') m
+ WHERE f.device ~ '^/dev/[^/]+$';
+-- a partition is throttled through its disk
+UPDATE members SET devno = pg_temp.sysfs('/sys/class/block/' || member || '/../dev')
+ WHERE (pg_stat_file('/sys/class/block/' || member || '/partition', true)).modification IS NOT NULL;
+CREATE TEMP TABLE rules AS
+SELECT k.kind, split_part(l, ' ', 1) AS devno, min(split_part(l, ' ', 2)::bigint) AS lim
+  FROM groups g, (VALUES ('read_iops'), ('write_iops'), ('read_bps'), ('write_bps')) k(kind),
+       regexp_split_to_table(coalesce(pg_temp.sysfs(g.dir || '/blkio.throttle.' || k.kind || '_device'), ''), '\n') l
+ WHERE g.controller = 'blkio' AND l <> ''
+ GROUP BY 1, 2;
+CREATE TEMP VIEW expected_limits AS
+SELECT f.tablespace, k.kind,
+       CASE WHEN count(m.devno) > 0 AND count(m.devno) = count(r.lim) THEN sum(r.lim)::bigint END AS lim
+  FROM facts f CROSS JOIN (VALUES ('read_iops'), ('write_iops'), ('read_bps'), ('write_bps')) k(kind)
+  LEFT JOIN members m ON m.tablespace = f.tablespace
+  LEFT JOIN rules r ON r.devno = m.devno AND r.kind = k.kind
+ GROUP BY 1, 2;
+SELECT CASE WHEN EXISTS (SELECT FROM groups WHERE controller = 'blkio') THEN
+  collect_tap(
+    is((SELECT string_agg(e.tablespace || ' ' || e.kind || ': ' || coalesce(e.lim::text, 'none') || ' expected', ', ')
+          FROM expected_limits e JOIN facts f USING (tablespace)
+         WHERE f.device ~ '^/dev/[^/]+$'
+           AND e.lim IS DISTINCT FROM CASE e.kind WHEN 'read_iops' THEN f.read_iops_limit WHEN 'write_iops' THEN f.write_iops_limit
+                                                  WHEN 'read_bps' THEN f.read_bps_limit ELSE f.write_bps_limit END),
+       NULL, 'the IOPS and bytes/s limits are the blkio throttles on each tablespace''s devices (btrfs''s members summed)'),
+    ok((SELECT count(*) > 0 FROM members WHERE devno ~ '^[0-9]+:[0-9]+$'), 'the devices under the tablespaces were found'))
+ELSE skip('no cgroup v1 blkio hierarchy here', 2) END;
+SELECT is((SELECT string_agg(tablespace, ',') FROM facts
+            WHERE device !~ '^/dev/' AND (read_iops_limit IS NOT NULL OR write_iops_limit IS NOT NULL)),
+          NULL, 'no throttle applies where there is no block device (tmpfs)');
+SELECT CASE WHEN EXISTS (SELECT FROM facts WHERE tablespace = 'lab_btrfs_raid6') THEN
+  collect_tap(
+    is((SELECT count(*) FROM members WHERE tablespace = 'lab_btrfs_raid6'), 4::bigint,
+       'each of lab_btrfs_raid6''s four devices is throttled on its own'))
+ELSE skip('no lab_btrfs_raid6 (the lab was started without --studies)', 1) END;
+
+-- description: each tablespace's comment, where its device class is stated
+SELECT is((SELECT string_agg(tablespace, ',') FROM facts
+            WHERE description IS DISTINCT FROM shobj_description(oid, 'pg_tablespace')),
+          NULL, 'description is the comment on each tablespace, none for pg_wal');
+COMMENT ON TABLESPACE lab_ram IS 'cloud volume class: 500 IOPS per device';
+SELECT is((SELECT description FROM storlab.tablespaces() WHERE tablespace = 'lab_ram'),
+          'cloud volume class: 500 IOPS per device', 'COMMENT ON TABLESPACE shows in description');
+
+-- a probe stores them with its facts: a stored result says what it ran on
+SELECT storlab.probe(CASE WHEN EXISTS (SELECT FROM facts WHERE tablespace = 'lab_ext4') THEN 'lab_ext4' ELSE 'lab_ram' END,
+                     'randwrite', duration => '100 ms', file_size => 1048576, direct => false) AS p \gset
+SELECT is((SELECT string_agg(k, ',') FROM storlab.probes p JOIN storlab.tablespaces() t USING (tablespace),
+                  LATERAL (VALUES ('memory_limit_bytes', to_jsonb(t.memory_limit_bytes)), ('read_iops_limit', to_jsonb(t.read_iops_limit)),
+                                  ('write_iops_limit', to_jsonb(t.write_iops_limit)), ('description', to_jsonb(t.description))) v(k, val)
+            WHERE p.id = (:'p'::storlab.probes).id AND p.env -> k IS DISTINCT FROM coalesce(val, 'null')),
+          NULL, 'a probe stores the memory limit, the throttles and the description with its facts');
 
 -- pg_wal competes for wal only: no table or index can be placed there, so
 -- however fast its volume reads or streams it wins neither indexes nor

@@ -25,13 +25,20 @@ type Row = (
     Option<String>,
     Option<String>,
     Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
 );
 
 fn bytes(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn row(t: Target) -> Row {
+fn row(t: Target, memory_limit: Option<i64>) -> Row {
+    let description = t.description.clone();
     // a cancel (statement_timeout) stops a walk over a million files
     let mut poll = || {
         pg_sys::check_for_interrupts!();
@@ -57,6 +64,12 @@ fn row(t: Target) -> Row {
             f.backing,
             f.raid_profile,
             f.compression,
+            memory_limit,
+            f.throttle.read_iops.map(bytes),
+            f.throttle.write_iops.map(bytes),
+            f.throttle.read_bps.map(bytes),
+            f.throttle.write_bps.map(bytes),
+            description,
         ),
         Err(e) => {
             // One broken tablespace (folder removed behind PostgreSQL's back, a
@@ -85,13 +98,22 @@ fn row(t: Target) -> Row {
                 None,
                 None,
                 None,
+                memory_limit,
+                None,
+                None,
+                None,
+                None,
+                description,
             )
         }
     }
 }
 
 /// The storage facts behind every tablespace of the cluster (but pg_global)
-/// and behind the WAL folder, read from the kernel at call time.
+/// and behind the WAL folder, read from the kernel at call time, with what
+/// the server runs under: its cgroup memory limit (the same on every row)
+/// and the I/O throttles on each tablespace's devices, and the comment
+/// stating the tablespace's device class.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn tablespaces() -> TableIterator<
@@ -113,7 +135,19 @@ fn tablespaces() -> TableIterator<
         name!(backing, Option<String>),
         name!(raid_profile, Option<String>),
         name!(compression, Option<String>),
+        name!(memory_limit_bytes, Option<i64>),
+        name!(read_iops_limit, Option<i64>),
+        name!(write_iops_limit, Option<i64>),
+        name!(read_bps_limit, Option<i64>),
+        name!(write_bps_limit, Option<i64>),
+        name!(description, Option<String>),
     ),
 > {
-    TableIterator::new(all_targets().into_iter().map(row).collect::<Vec<_>>())
+    let memory_limit = env::cgroup::memory_limit().map(bytes);
+    TableIterator::new(
+        all_targets()
+            .into_iter()
+            .map(|t| row(t, memory_limit))
+            .collect::<Vec<_>>(),
+    )
 }

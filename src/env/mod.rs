@@ -3,6 +3,7 @@
 
 pub mod allocation;
 pub mod backing;
+pub mod cgroup;
 pub mod device;
 pub mod direct_io;
 pub mod mountinfo;
@@ -32,6 +33,9 @@ pub struct StorageFacts {
     pub raid_profile: Option<String>,
     /// What compresses the data: btrfs by mount option, or a zram device.
     pub compression: Option<String>,
+    /// The cgroup I/O throttles on the device(s) under the filesystem
+    /// (summed over btrfs's members).
+    pub throttle: cgroup::Throttle,
 }
 
 /// The filesystem a folder is on, and no more: what [`facts`] reads first,
@@ -96,6 +100,7 @@ pub fn facts(path: &Path) -> io::Result<StorageFacts> {
             device.unwrap_or(""),
             sys_block,
         ),
+        throttle: cgroup::mount_throttle(mount),
         fs_type: mount.fs_type.clone(),
         mount_point: mount.mount_point.clone(),
         mount_options: mount.options.clone(),

@@ -82,6 +82,12 @@ fn facts_json(target: &Target, facts: &std::io::Result<env::StorageFacts>) -> se
             "fs_bytes": f.fs_bytes,
             "free_bytes": f.free_bytes,
             "direct_io": f.direct_io,
+            "memory_limit_bytes": env::cgroup::memory_limit(),
+            "read_iops_limit": f.throttle.read_iops,
+            "write_iops_limit": f.throttle.write_iops,
+            "read_bps_limit": f.throttle.read_bps,
+            "write_bps_limit": f.throttle.write_bps,
+            "description": target.description,
         }),
         Err(e) => {
             serde_json::json!({ "kind": target.kind, "location": target.folder, "error": e.to_string() })

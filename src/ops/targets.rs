@@ -17,6 +17,9 @@ pub struct Target {
     pub name: String,
     pub oid: Option<pg_sys::Oid>,
     pub folder: PathBuf,
+    /// The tablespace's comment (COMMENT ON TABLESPACE), where a DBA or the
+    /// lab states its device class; None for pg_wal and uncommented ones.
+    pub description: Option<String>,
 }
 
 /// Every tablespace but pg_global (nothing of ours is ever written there),
@@ -25,7 +28,8 @@ pub fn all_targets() -> Vec<Target> {
     let data = data_dir();
     let mut targets: Vec<Target> = Spi::connect(|client| {
         let rows = client.select(
-            "SELECT oid, spcname::text, pg_catalog.pg_tablespace_location(oid)
+            "SELECT oid, spcname::text, pg_catalog.pg_tablespace_location(oid),
+                    pg_catalog.shobj_description(oid, 'pg_tablespace')
                FROM pg_catalog.pg_tablespace
               WHERE spcname <> 'pg_global'
               ORDER BY spcname <> 'pg_default', spcname",
@@ -36,6 +40,7 @@ pub fn all_targets() -> Vec<Target> {
             let oid: pg_sys::Oid = row.get(1)?.expect("pg_tablespace.oid is never null");
             let name: String = row.get(2)?.expect("spcname is never null");
             let location: String = row.get(3)?.unwrap_or_default();
+            let description: Option<String> = row.get(4)?;
             let folder = if location.is_empty() {
                 data.join("base") // pg_default
             } else {
@@ -47,6 +52,7 @@ pub fn all_targets() -> Vec<Target> {
                 name,
                 oid: Some(oid),
                 folder,
+                description,
             })
         })
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
@@ -58,6 +64,7 @@ pub fn all_targets() -> Vec<Target> {
         name: "pg_wal".into(),
         oid: None,
         folder: data.join("pg_wal"),
+        description: None,
     });
     targets
 }
