@@ -25,8 +25,10 @@ lab:
 lab-stop:
 	@scripts/lab stop
 
-# The lab plus the studies' storage: ext4 journal modes and barrier=0,
-# btrfs RAID 0/1/6 over several images, ext4 on a zram device (root only).
+# The storage-bound studies lab (root only): the server held to a memory
+# limit (page cache included), every loop and zram device throttled to a
+# stated disk class; ext4 journal modes, no journal and barrier=0, btrfs RAID
+# 0/1/5/6/10 over several images, ext4 on a zram device.
 lab-studies:
 	@scripts/lab start --studies
 
@@ -49,12 +51,15 @@ bench: install lab
 	bench/experiment_order
 	bench/scale
 
-# Release build, the studies' lab, then the five classic studies (studies/,
-# about 15 minutes) and whether regressions() catches barriers switched on
-# under a baseline taken with them off (bench/regressions barriers, about 5
-# minutes); `make study NAME=raid_iops` runs one study.
+# Release build, the storage-bound studies lab, then the five classic
+# studies (studies/, about 45 minutes), the power of an experiment there:
+# A/A and A/B experiments, five of each (bench/power, about 30 minutes), and
+# whether regressions() catches barriers switched on under a baseline taken
+# with them off (bench/regressions barriers, about 5 minutes);
+# `make study NAME=raid_iops` runs one study.
 studies: install lab-studies
 	scripts/studies
+	bench/power
 	bench/regressions barriers
 
 study: install lab-studies
