@@ -18,7 +18,9 @@ CALL storlab.experiment('study 1: WAL and indexes on RAID 1 beside RAID 6',
     {"name": "wal-raid1",     "tables": "lab_btrfs_raid6", "indexes": "lab_btrfs_raid6", "wal": "lab_btrfs_raid1"},
     {"name": "wal+idx-raid1", "tables": "lab_btrfs_raid6", "indexes": "lab_btrfs_raid1", "wal": "lab_btrfs_raid1"}]',
   clients => '{8}', jobs => 2, duration => '20 s', repetitions => 3, warmup => '5 s', scale => :scale) \gset
-\! scripts/lab drive :experiment_id
+-- (\! takes its line as it is: the id reaches the shell through the environment)
+\setenv EXPERIMENT_ID :experiment_id
+\! scripts/lab drive $EXPERIMENT_ID
 \! scripts/lab wal pg_default
 \connect
 SELECT layout, wal, runs, round(tps_mean) AS tps, round(tps_ci95_low) || '..' || round(tps_ci95_high) AS tps_ci95,

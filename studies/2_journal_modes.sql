@@ -22,7 +22,7 @@ BEGIN
       m := modes[CASE WHEN rep % 2 = 1 THEN i ELSE 5 - i END];
       ts := CASE m WHEN 'ordered' THEN 'lab_ext4' ELSE 'lab_ext4_' || m END;
       FOREACH n IN ARRAY '{1,4,8}'::int[] LOOP
-        p := storlab.probe(ts, 'randwrite', 8192, '3 s', n, 64 * 1024 * 1024,
+        p := storlab.probe(ts, 'randwrite', 8192, '3 s', n, 16 * 1024 * 1024,
                            direct => false, sync_method => 'fsync', label => 'study 2');
         INSERT INTO study2 VALUES (m, n, rep, p.mib_s, p.lat_p50_us, p.lat_p99_us);
       END LOOP;

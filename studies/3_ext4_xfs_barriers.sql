@@ -15,7 +15,9 @@ CALL storlab.experiment('study 3: write barriers',
     {"name": "barriers-off", "tables": "lab_ext4_nobarrier", "indexes": "lab_ext4_nobarrier", "wal": "lab_ext4_nobarrier"}]',
   clients => '{8}', jobs => 2, duration => '20 s', repetitions => 3, warmup => '5 s', scale => :scale,
   options => '{"baseline": "barriers-off"}') \gset
-\! scripts/lab drive :experiment_id
+-- (\! takes its line as it is: the id reaches the shell through the environment)
+\setenv EXPERIMENT_ID :experiment_id
+\! scripts/lab drive $EXPERIMENT_ID
 \! scripts/lab wal pg_default
 \connect
 SELECT layout, wal, runs, round(tps_mean) AS tps, round(tps_ci95_low) || '..' || round(tps_ci95_high) AS tps_ci95,
