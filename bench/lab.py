@@ -5,7 +5,7 @@ import shlex
 import subprocess
 import sys
 
-PG_BIN = "/usr/lib/postgresql/15/bin"
+PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
