@@ -17,6 +17,8 @@ fn values(v: Option<Vec<Option<f64>>>, what: &str) -> Vec<f64> {
         invalid(format!("{what} must hold at least one value")).raise();
     }
     if let Some(x) = v.iter().find(|x| !x.is_finite()) {
+        // as PostgreSQL spells them
+        let x = if x.is_nan() { "NaN" } else if *x > 0.0 { "Infinity" } else { "-Infinity" };
         invalid(format!("{what} must hold finite values, not {x}")).raise();
     }
     v
