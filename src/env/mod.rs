@@ -51,10 +51,9 @@ pub struct Place {
     pub dev: u64,
 }
 
-pub fn place(path: &Path) -> io::Result<Place> {
-    use std::os::unix::fs::MetadataExt;
+/// The folder with its symlinks resolved, and the mount it is on.
+fn located(path: &Path) -> io::Result<(PathBuf, mountinfo::Mount)> {
     let location = std::fs::canonicalize(path)?;
-    let dev = std::fs::metadata(&location)?.dev();
     let mounts = mountinfo::read_mounts()?;
     let mount = mountinfo::mount_of(&mounts, &location).ok_or_else(|| {
         io::Error::new(
@@ -62,6 +61,13 @@ pub fn place(path: &Path) -> io::Result<Place> {
             format!("no mount found for {}", location.display()),
         )
     })?;
+    Ok((location, mount.clone()))
+}
+
+pub fn place(path: &Path) -> io::Result<Place> {
+    use std::os::unix::fs::MetadataExt;
+    let (location, mount) = located(path)?;
+    let dev = std::fs::metadata(&location)?.dev();
     Ok(Place {
         fs_type: mount.fs_type.clone(),
         mount_point: mount.mount_point.clone(),
@@ -77,14 +83,7 @@ pub fn device_of(path: &Path) -> io::Result<u64> {
 }
 
 pub fn facts(path: &Path) -> io::Result<StorageFacts> {
-    let location = std::fs::canonicalize(path)?;
-    let mounts = mountinfo::read_mounts()?;
-    let mount = mountinfo::mount_of(&mounts, &location).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("no mount found for {}", location.display()),
-        )
-    })?;
+    let (location, mount) = located(path)?;
     let space = space::fs_space(&location)?;
     let device = backing::device_name(&mount.source);
     let sys_block = Path::new("/sys/block");
@@ -100,12 +99,12 @@ pub fn facts(path: &Path) -> io::Result<StorageFacts> {
             device.unwrap_or(""),
             sys_block,
         ),
-        throttle: cgroup::mount_throttle(mount),
+        throttle: cgroup::mount_throttle(&mount),
         fs_type: mount.fs_type.clone(),
         mount_point: mount.mount_point.clone(),
         mount_options: mount.options.clone(),
         device: mount.source.clone(),
-        rotational: device::rotational(mount),
+        rotational: device::rotational(&mount),
         fs_bytes: space.total_bytes,
         free_bytes: space.avail_bytes,
         // an O_DIRECT the filesystem turns into buffered I/O does not count
