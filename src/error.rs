@@ -38,6 +38,8 @@ pub enum SqlState {
     IoError,
     /// 0A000: the kernel refuses what was asked (io_uring switched off)
     FeatureNotSupported,
+    /// 22003: figures too large to compute with
+    NumericValueOutOfRange,
     /// XX000: a bug of ours, never a user's mistake
     Internal,
 }
@@ -60,6 +62,7 @@ impl SqlState {
             SqlState::QueryCanceled => "57014",
             SqlState::IoError => "58030",
             SqlState::FeatureNotSupported => "0A000",
+            SqlState::NumericValueOutOfRange => "22003",
             SqlState::Internal => "XX000",
         }
     }

@@ -7,7 +7,7 @@
 -- Lab: tables on lab_btrfs_raid6 (4 devices), the RAID 1 is
 -- lab_btrfs_raid1 (2 devices), every device of the same disk class;
 -- pgbench's data four times the lab's memory limit (:scale); 8 clients;
--- three repetitions of 20 s runs (5 s warm-up) in alternating order.
+-- five repetitions of 20 s runs (5 s warm-up) in alternating order.
 -- pg_wal cannot move while the server runs: the experiment stops before
 -- each run whose layout wants it elsewhere, and `scripts/lab drive` moves
 -- it (server stopped) and resumes the experiment, until it is done.
@@ -17,7 +17,7 @@ CALL storlab.experiment('study 1: WAL and indexes on RAID 1 beside RAID 6',
   '[{"name": "all-raid6",     "tables": "lab_btrfs_raid6", "indexes": "lab_btrfs_raid6", "wal": "lab_btrfs_raid6"},
     {"name": "wal-raid1",     "tables": "lab_btrfs_raid6", "indexes": "lab_btrfs_raid6", "wal": "lab_btrfs_raid1"},
     {"name": "wal+idx-raid1", "tables": "lab_btrfs_raid6", "indexes": "lab_btrfs_raid1", "wal": "lab_btrfs_raid1"}]',
-  clients => '{8}', jobs => 2, duration => '20 s', repetitions => 3, warmup => '5 s', scale => :scale) \gset
+  clients => '{8}', jobs => 2, duration => '20 s', repetitions => 5, warmup => '5 s', scale => :scale) \gset
 -- (\! takes its line as it is: the id reaches the shell through the environment)
 \setenv EXPERIMENT_ID :experiment_id
 \! scripts/lab drive $EXPERIMENT_ID

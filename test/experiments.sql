@@ -6,7 +6,7 @@
 -- No BEGIN: the job's worker sees only what is committed.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(68);
+SELECT plan(74);
 
 -- Waits (up to 60 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -179,6 +179,22 @@ SELECT alike((SELECT current_action FROM storlab.experiments WHERE id = :ff),
              'done: 4 measured runs (4 in this session), 4 of them invalid%', 'the job says so');
 SELECT is((SELECT sum(runs)::int FROM storlab.experiment_report(:ff)), 0, 'and the report pools none of them');
 ALTER TABLE pgbench_accounts RESET (fillfactor);
+-- finished, with invalid runs: a resume measures them again
+SELECT is(storlab.experiment_resume(:ff), :ff::bigint, 'a finished experiment with invalid runs may be resumed');
+SELECT is(pg_temp.final_status(:ff), 'done', 'and finishes again');
+SELECT is((SELECT sum(runs)::int FROM storlab.experiment_report(:ff)), 4, 'its report now pools the four runs measured again');
+SELECT throws_ok(format('SELECT storlab.experiment_resume(%s)', :ff), '55006', NULL,
+                 'once every cell has a valid run, a resume is refused');
+
+-- Once a layout names pg_wal's place, one that omits it wants it where the
+-- baseline does (stored so, with a NOTICE), as for tables and indexes.
+SELECT storlab.experiment_start('wal inherited',
+  '[{"name": "a", "tables": "lab_disk", "wal": "lab_disk"}, {"name": "b", "tables": "lab_disk"}]',
+  script => 'select-only', clients => '{1}', jobs => 1, duration => '1 s', repetitions => 1, warmup => '0', scale => 1) AS inh \gset
+SELECT is((SELECT args->'layouts'->1->'placement'->>'wal' FROM storlab.experiments WHERE id = :inh), 'lab_disk',
+          'a layout that omits "wal" gets the baseline''s');
+SELECT ok(storlab.cancel(:inh), 'and it is cancelled');
+SELECT pg_temp.final_status(:inh);
 
 -- Without pgbench_history the tables are not whole: a resumed experiment
 -- makes them again (pgbench -i) and finishes.

@@ -1,7 +1,7 @@
 -- storlab.compare_samples(a, b): behaviour and errors.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SET client_min_messages = warning;
-SELECT plan(10);
+SELECT plan(11);
 
 SELECT is((SELECT round(change_pct::numeric, 2) FROM storlab.compare_samples('{100, 100, 100}', '{150, 150, 150}')),
           50.00, 'change_pct is b against a, in percent');
@@ -20,5 +20,8 @@ SELECT throws_ok($$SELECT * FROM storlab.compare_samples('{1}', '{2, NULL}')$$, 
 SELECT throws_ok($$SELECT * FROM storlab.compare_samples('{}', '{1}')$$, '22023', 'a must hold at least one value', 'an empty array: 22023');
 SELECT throws_ok($$SELECT * FROM storlab.compare_samples('{1}', '{NaN}')$$, '22023', 'b must hold finite values, not NaN', 'NaN: 22023');
 SELECT throws_ok($$SELECT * FROM storlab.compare_samples('{-Infinity}', '{1}')$$, '22023', 'a must hold finite values, not -Infinity', '-Infinity: 22023');
+
+SELECT throws_ok($$SELECT * FROM storlab.compare_samples('{1e308, 1e308}', '{1}')$$, '22003', NULL,
+                 'finite values whose sum overflows: 22003, not Infinity or NaN figures');
 
 SELECT * FROM finish();

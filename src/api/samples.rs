@@ -5,7 +5,7 @@
 
 use pgrx::prelude::*;
 
-use crate::ops::error::{invalid, required, OrRaise};
+use crate::ops::error::{invalid, required, Error, OrRaise, SqlState};
 use crate::report::samples::compare;
 
 fn values(v: Option<Vec<Option<f64>>>, what: &str) -> Vec<f64> {
@@ -52,6 +52,15 @@ fn compare_samples(
     let c = compare(&a, &b)
         .ok_or_else(|| invalid("a and b must each hold at least one value"))
         .or_raise();
+    // finite values whose sums or squares overflow: no figure to give
+    let figures = [Some(c.a.mean), Some(c.b.mean), c.a.ci95_low, c.a.ci95_high, c.b.ci95_low, c.b.ci95_high, c.p_value];
+    if figures.iter().flatten().any(|x| !x.is_finite()) {
+        Error::new(
+            SqlState::NumericValueOutOfRange,
+            "values too large to compare: their sums or squares overflow double precision",
+        )
+        .raise();
+    }
     TableIterator::once((
         c.a.n as i32,
         c.a.mean,

@@ -27,6 +27,7 @@ fn pg_code(state: SqlState) -> PgSqlErrorCode {
         SqlState::IoError => ERRCODE_IO_ERROR,
         SqlState::Internal => ERRCODE_INTERNAL_ERROR,
         SqlState::FeatureNotSupported => ERRCODE_FEATURE_NOT_SUPPORTED,
+        SqlState::NumericValueOutOfRange => ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
         SqlState::DuplicateObject => ERRCODE_DUPLICATE_OBJECT,
     }
 }

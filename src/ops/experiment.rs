@@ -50,13 +50,22 @@ pub fn start(mut e: Experiment) -> i64 {
     let id = jobs::start(JobSpec::Experiment(e));
     // said once the experiment is started (not before a refusal)
     for r in filled {
-        pgrx::notice!(
-            "storlab: layout \"{}\" names no tablespace for its {}: every run of it has them in {}, {}",
-            r.layout,
-            r.part,
-            r.tablespace,
-            r.from
-        );
+        if r.part == "wal" {
+            pgrx::notice!(
+                "storlab: layout \"{}\" names no place for pg_wal: every run of it needs pg_wal on {}'s filesystem, {}",
+                r.layout,
+                r.tablespace,
+                r.from
+            );
+        } else {
+            pgrx::notice!(
+                "storlab: layout \"{}\" names no tablespace for its {}: every run of it has them in {}, {}",
+                r.layout,
+                r.part,
+                r.tablespace,
+                r.from
+            );
+        }
     }
     as_owner(|| {
         Spi::run_with_args(
@@ -76,21 +85,30 @@ pub fn start(mut e: Experiment) -> i64 {
     id
 }
 
-/// Continues a failed or cancelled experiment, or one that stopped where
-/// its next run needs pg_wal elsewhere (wal_needed): the same job again,
-/// which skips the runs already measured (and stops again if pg_wal has
-/// not moved). Returns its id.
+/// Continues a failed or cancelled experiment, one that stopped where its
+/// next run needs pg_wal elsewhere (wal_needed), or a finished one with
+/// invalid measured runs (moved under, a setting changed): the same job
+/// again, which skips the valid runs already measured and measures the
+/// others (and stops again if pg_wal has not moved). Returns its id.
 pub fn resume(experiment_id: i64) -> i64 {
-    let stopped_for_wal = as_owner(|| {
+    let done_may_go_on = as_owner(|| {
         Spi::get_one_with_args::<bool>(
-            "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1 AND wal_needed IS NOT NULL)",
+            "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1 AND wal_needed IS NOT NULL)
+                 -- fewer cells with a valid measured run than the experiment has
+                 -- (a run marked invalid, since a finished job measured every cell)
+                 OR (SELECT pg_catalog.count(DISTINCT (b.fillfactor, b.repetition, b.experiment_layout, b.clients))
+                       FROM storlab.bench_runs b
+                      WHERE b.experiment_id = $1 AND NOT b.warmup AND b.invalid IS NULL AND b.tps IS NOT NULL)
+                    < (SELECT pg_catalog.jsonb_array_length(j.args->'layouts') * pg_catalog.jsonb_array_length(j.args->'clients')
+                              * pg_catalog.jsonb_array_length(j.args->'fillfactors') * (j.args->>'repetitions')::int
+                         FROM storlab.job_records j WHERE j.id = $1)",
             &[experiment_id.into()],
         )
     })
     .map_err(spi("reading the experiment"))
     .or_raise()
     .unwrap_or(false);
-    jobs::restart(experiment_id, "experiment", stopped_for_wal);
+    jobs::restart(experiment_id, "experiment", done_may_go_on);
     as_owner(|| {
         Spi::run_with_args(
             "UPDATE storlab.experiment_records SET current_action = 'queued again to resume', wal_needed = NULL WHERE id = $1",

@@ -41,10 +41,11 @@ pub struct Layout {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
     pub layout: String,
-    /// "tables" or "indexes"
+    /// "tables", "indexes" or "wal"
     pub part: &'static str,
     pub tablespace: String,
-    /// "the baseline's" or "the database's default tablespace"
+    /// "the baseline's", "the database's default tablespace" or (wal) "the
+    /// data directory's (pg_default)"
     pub from: &'static str,
 }
 
@@ -289,6 +290,29 @@ impl Experiment {
                 filled.push(Resolved {
                     layout: layout.name.clone(),
                     part,
+                    tablespace,
+                    from,
+                });
+            }
+        }
+        // pg_wal is placed only when some layout names it; then a layout
+        // that omits it wants it where the baseline does, or where
+        // PostgreSQL keeps it (the data directory: pg_default), so that no
+        // run measures WAL wherever the last move happened to leave it
+        if self.layouts.iter().any(|l| l.placement.wal.is_some()) {
+            let base_wal = self.layouts[0].placement.wal.clone();
+            for (i, layout) in self.layouts.iter_mut().enumerate() {
+                if layout.placement.wal.is_some() {
+                    continue;
+                }
+                let (tablespace, from) = match &base_wal {
+                    Some(b) if i > 0 => (b.clone(), "the baseline's"),
+                    _ => ("pg_default".to_string(), "the data directory's (pg_default)"),
+                };
+                layout.placement.wal = Some(tablespace.clone());
+                filled.push(Resolved {
+                    layout: layout.name.clone(),
+                    part: "wal",
                     tablespace,
                     from,
                 });
@@ -885,6 +909,33 @@ mod tests {
             .all(|r| r.from == "the database's default tablespace"));
         // resolved twice (a stored request read back): nothing more to fill
         assert!(e.resolve_omitted_parts("other").is_empty());
+    }
+
+    #[test]
+    fn an_omitted_wal_goes_where_the_baseline_puts_it_once_any_layout_places_it() {
+        let wal = |e: &Experiment, i: usize| e.layouts[i].placement.wal.clone();
+        // no layout names pg_wal: it is not part of the experiment
+        let l = json!([{"name": "a", "tables": "x"}, {"name": "b", "tables": "y"}]);
+        let mut e = Experiment::new(args(&l, &json!({}))).unwrap();
+        assert!(e.resolve_omitted_parts("d").iter().all(|r| r.part != "wal"));
+        assert_eq!((wal(&e, 0), wal(&e, 1)), (None, None));
+        // the baseline names it: the others that omit it get the baseline's
+        let l = json!([{"name": "a", "wal": "r6"}, {"name": "b"}, {"name": "c", "wal": "r1"}]);
+        let mut e = Experiment::new(args(&l, &json!({}))).unwrap();
+        let filled = e.resolve_omitted_parts("d");
+        assert_eq!(wal(&e, 1).as_deref(), Some("r6"));
+        assert_eq!(wal(&e, 2).as_deref(), Some("r1"));
+        assert!(filled.contains(&Resolved {
+            layout: "b".into(),
+            part: "wal",
+            tablespace: "r6".into(),
+            from: "the baseline's"
+        }));
+        // another layout names it, the baseline does not: where PostgreSQL keeps it
+        let l = json!([{"name": "a"}, {"name": "b", "wal": "r1"}]);
+        let mut e = Experiment::new(args(&l, &json!({}))).unwrap();
+        e.resolve_omitted_parts("d");
+        assert_eq!(wal(&e, 0).as_deref(), Some("pg_default"));
     }
 
     #[test]
