@@ -12,7 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-PG_BIN=/usr/lib/postgresql/15/bin
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
 OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0)
 NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)

@@ -10,10 +10,11 @@ CREATE TABLE storlab.experiment_records (
     current_step      integer NOT NULL DEFAULT 0,   -- steps done or skipped so far
     current_action    text,                         -- what the job does now, for a person to read
     layout_applied    text,                         -- the layout the relations were last placed in, completely
-    wal_needed        name,                         -- stopped where its next run needs pg_wal on this tablespace's filesystem
     created_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     system_identifier bigint  NOT NULL,
-    hostname          text    NOT NULL
+    hostname          text    NOT NULL,
+    -- (last: added by 0.7.0's update, which appends it)
+    wal_needed        name                          -- stopped where its next run needs pg_wal on this tablespace's filesystem
 );
 
 -- The size of each of pgbench's relations under each layout, right after
