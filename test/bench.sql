@@ -21,7 +21,10 @@ CREATE TEMP TABLE procs (n int);
 CREATE FUNCTION pg_temp.pgbench_processes() RETURNS int LANGUAGE plpgsql AS $$
 BEGIN
   TRUNCATE procs;
-  COPY procs FROM PROGRAM 'pgrep -c -x pgbench || true';
+  -- this server's pgbench only (its jobs run it in the data folder's
+  -- temp folder): other servers on the machine may run theirs
+  EXECUTE format($c$COPY procs FROM PROGRAM 'for p in $(pgrep -x pgbench); do readlink /proc/$p/cwd; done | grep -c "^%s/" || true'$c$,
+                 current_setting('data_directory'));
   RETURN (SELECT n FROM procs);
 END $$;
 CREATE FUNCTION pg_temp.remote() RETURNS text LANGUAGE sql AS $$
