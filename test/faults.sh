@@ -48,8 +48,17 @@ until_true() { # database, query
   done
   return 1
 }
-# live ones: a pgbench killed with its worker is a zombie until init reaps it
-pgbench_processes() { ps -C pgbench -o stat= | grep -vc '^Z' || true; }
+# live ones (a pgbench killed with its worker is a zombie until init reaps
+# it) of this cluster's (its jobs run pgbench in the data folder's temp
+# folder; other servers on the machine may run theirs)
+pgbench_processes() {
+  local pid stat n=0
+  while read -r pid stat; do
+    [[ $stat == Z* ]] && continue
+    [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$DATA"/* ]] && n=$((n + 1))
+  done < <(ps -C pgbench -o pid=,stat=)
+  echo "$n"
+}
 # job folders and probe scratch files anywhere below the data folder and the tablespaces
 debris() {
   find -L "$DATA" -maxdepth 6 \( -name 'pgsql_tmp_storlab*' \) 2>/dev/null | wc -l
