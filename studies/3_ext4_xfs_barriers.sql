@@ -35,3 +35,20 @@ SELECT layout, 'down by as much as ~60' AS "original_%", round(improvement_pct::
 SELECT tablespace, round(iops) AS commits_per_s, round(lat_p50_us) AS p50_us, round(lat_p99_us) AS p99_us
   FROM (SELECT (storlab.probe(t, 'wal', 8192, '3 s')).* FROM unnest('{lab_ext4,lab_ext4_nobarrier}'::text[]) t) p
  ORDER BY tablespace;
+
+-- The same two WAL places with a commit-bound workload: pgbench's data at
+-- scale 5 (75 MB) fits in the lab's cache, so every transaction waits on its
+-- commit's flush, as in a database whose working set is in memory.
+CALL storlab.experiment('study 3: write barriers under pg_wal, data in memory',
+  '[{"name": "barriers-off", "tables": "lab_btrfs_raid10", "indexes": "lab_btrfs_raid10", "wal": "lab_ext4_nobarrier"},
+    {"name": "barriers-on",  "tables": "lab_btrfs_raid10", "indexes": "lab_btrfs_raid10", "wal": "lab_ext4"}]',
+  clients => '{8}', jobs => 2, duration => '20 s', repetitions => 4, warmup => '5 s', scale => 5) \gset
+\setenv EXPERIMENT_ID :experiment_id
+\! scripts/lab drive $EXPERIMENT_ID
+\! scripts/lab wal pg_default
+\connect
+SELECT layout, wal, runs, round(tps_mean) AS tps, round(tps_ci95_low) || '..' || round(tps_ci95_high) AS tps_ci95,
+       round(lat_p95_ms::numeric, 1) AS p95_ms, round(improvement_pct::numeric, 1) AS "vs_barriers-off_%",
+       round(p_value::numeric, 4) AS p, significant AS sig,
+       round((improvement_pct / -60)::numeric, 2) AS size_ratio_to_original, bar
+  FROM storlab.experiment_report(:experiment_id);
