@@ -7,17 +7,17 @@
 -- and its mm_stat says how much it keeps), throttled to an SSD class;
 -- pgbench's data four times the lab's memory limit (:scale) at fillfactor
 -- 100, 70 and 50 (pgbench -i for each), 8 clients, three repetitions of
--- 20 s in alternating order, each after a 20 s warm-up: right after
--- pgbench -i every page has room, and fillfactor 100 loses its HOT updates
--- only as its pages fill (a first run measured at 5 s was 37 % faster than
--- the next two). What zram cannot show: a
+-- 20 s, each after a 60 s warm-up: right after pgbench -i every page has
+-- room, and fillfactor 100 loses its HOT updates only as its pages fill
+-- (with 5 s and 20 s warm-ups its first measured run was 33 to 37 % faster
+-- than the next two, fillfactor 70's within 1 %). What zram cannot show: a
 -- controller's own garbage collection and write amplification, which is
 -- where the original's fillfactor gain came from as much as from HOT updates.
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 CALL storlab.experiment('study 4: fillfactor on a compressing device',
   '[{"name": "zram-lz4", "tables": "lab_zram", "indexes": "lab_zram"}]',
-  clients => '{8}', jobs => 2, duration => '20 s', repetitions => 3, warmup => '20 s', scale => :scale,
+  clients => '{8}', jobs => 2, duration => '20 s', repetitions => 3, warmup => '60 s', scale => :scale,
   fillfactors => '{100,70,50}') \gset
 SELECT layout, fillfactor AS ff, wal, runs, round(tps_mean) AS tps,
        round(tps_ci95_low) || '..' || round(tps_ci95_high) AS tps_ci95,
