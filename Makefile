@@ -52,8 +52,8 @@ bench: install lab
 	bench/scale
 
 # Release build, the storage-bound studies lab, then the five classic
-# studies (studies/, about 45 minutes), the power of an experiment there:
-# A/A and A/B experiments, five of each (bench/power, about 30 minutes), and
+# studies (studies/, about 80 minutes), the power of an experiment there:
+# A/A and A/B experiments, five of each (bench/power, about 50 minutes), and
 # whether regressions() catches barriers switched on under a baseline taken
 # with them off (bench/regressions barriers, about 5 minutes);
 # `make study NAME=raid_iops` runs one study.
