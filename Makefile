@@ -4,7 +4,7 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 # As root, cargo pgrx writes into the system PostgreSQL directly; otherwise through sudo.
 SUDO_FLAG := $(if $(filter 0,$(shell id -u)),,--sudo)
 
-.PHONY: all deps install install-debug lab lab-studies lab-stop demo test bench studies study charts clean
+.PHONY: all deps install install-debug lab lab-studies lab-stop demo test test-fast bench studies study charts clean
 
 all: install
 
@@ -37,6 +37,11 @@ demo: install lab
 
 test: deps
 	@scripts/test
+
+# The inner loop: the core's tests (seconds), then the debug build installed
+# into an already running lab (`make lab`) and pg_regress against it.
+test-fast:
+	@scripts/test-fast
 
 # Release build: probes against fio and pg_test_fsync on the lab's volumes
 # (psync and io_uring at depths 1 to 32, and how repeatable each is), the

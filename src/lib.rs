@@ -3,8 +3,9 @@
 //! Layers point one way (ARCHITECTURE.md): `api` (the SQL functions) and
 //! `jobs` (the background worker) use `ops` (operations under an explicit
 //! identity); those three are the only modules that talk to PostgreSQL.
-//! Everything else (`request`, `error`, `probe`, `env`, `pgbench`, `report`,
-//! `relocate`, `hdr`) is the pure-Rust core, tested with plain `#[test]`s.
+//! Everything else is the pure core, the crate `storlab-core` (core/):
+//! requests, the probe engine, storage facts, pgbench, reports, advice and
+//! charts, tested with plain `#[test]`s that need no server.
 
 // SQL functions returning rows spell their columns out as tuples of
 // name!(...) types; naming each tuple once more as a type alias would only
@@ -16,19 +17,9 @@ use pgrx::prelude::*;
 #[macro_use]
 pub mod sqltypes;
 
-pub mod advice;
 pub mod api;
-pub mod chart;
-pub mod env;
-pub mod error;
-pub mod hdr;
 pub mod jobs;
 pub mod ops;
-pub mod pgbench;
-pub mod probe;
-pub mod relocate;
-pub mod report;
-pub mod request;
 
 ::pgrx::pg_module_magic!(name, version);
 

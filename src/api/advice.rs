@@ -1,7 +1,7 @@
 //! `storlab.recommend()`: the settings and placements the stored
 //! measurements support, each with the statement that applies it and the
 //! evidence (probe ids, experiment ids, figures). Reads as the caller, like
-//! chart_svg; the formulas are `crate::advice`. A topic without evidence
+//! chart_svg; the formulas are `storlab_core::advice`. A topic without evidence
 //! says what to measure first, and the call that measures it.
 
 use std::collections::BTreeMap;
@@ -10,11 +10,11 @@ use pgrx::datum::JsonB;
 use pgrx::prelude::*;
 use serde_json::{json, Value};
 
-use crate::advice::{self, ConcurrencyBasis, Costs};
 use crate::ops::error::{spi, OrRaise};
 use crate::ops::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
-use crate::pgbench::scripts::quote_ident;
-use crate::report::stats;
+use storlab_core::advice::{self, ConcurrencyBasis, Costs};
+use storlab_core::pgbench::scripts::quote_ident;
+use storlab_core::report::stats;
 
 type Row = (
     String,
@@ -121,7 +121,7 @@ fn newest_figures() -> BTreeMap<String, Figures> {
         for r in rows {
             let f = out.entry(r.get::<String>(1)?.unwrap_or_default()).or_default();
             let (fs, device): (String, String) = (r.get(8)?.unwrap_or_default(), r.get(9)?.unwrap_or_default());
-            f.volatile |= crate::env::is_volatile(&fs, &device);
+            f.volatile |= storlab_core::env::is_volatile(&fs, &device);
             f.mount = r.get(10)?;
             f.workloads.insert(
                 r.get(2)?.unwrap_or_default(),

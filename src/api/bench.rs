@@ -8,14 +8,14 @@ use pgrx::datum::{Interval, JsonB};
 use pgrx::prelude::*;
 
 use super::interval_micros;
-use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
+use crate::ops::error::{invalid, required, spi, Error, OrRaise, Raise, SqlState};
 use crate::ops::identity::as_owner;
 use crate::ops::server::{hostname, system_identifier};
 use crate::ops::{jobs, relocate, settings};
-use crate::pgbench;
-use crate::request::bench::{BenchInit, BenchRun, MoveIndexes};
-use crate::request::job::JobSpec;
 use crate::sqltypes::{Name, RegClass};
+use storlab_core::pgbench;
+use storlab_core::request::bench::{BenchInit, BenchRun, MoveIndexes};
+use storlab_core::request::job::JobSpec;
 
 /// pgbench's builtin scripts and storlab's own, with what each stresses.
 #[pg_extern(immutable, parallel_safe)]

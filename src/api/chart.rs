@@ -1,12 +1,12 @@
 //! `storlab.chart_svg()`: a standalone SVG chart of stored results. Reads
 //! as the caller (SELECT on storlab's tables, granted to pg_monitor), as a
-//! query by hand would; draws with `crate::chart`.
+//! query by hand would; draws with `storlab_core::chart`.
 
 use pgrx::prelude::*;
 
-use crate::chart::{self, ExperimentBar, ProgressPoint, Series, TablespaceFigures};
-use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
+use crate::ops::error::{invalid, required, spi, Error, OrRaise, Raise, SqlState};
 use crate::ops::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
+use storlab_core::chart::{self, ExperimentBar, ProgressPoint, Series, TablespaceFigures};
 
 /// The kinds, and whether each takes an id.
 const KINDS: [(&str, bool); 6] = [

@@ -11,11 +11,11 @@ use super::suite::duration_of;
 use crate::ops::checks;
 use crate::ops::error::{required, OrRaise};
 use crate::ops::targets::resolve;
-use crate::report::checks::{
+use crate::sqltypes::Name;
+use storlab_core::report::checks::{
     check_description, median, regression_description, untestable_description,
 };
-use crate::request::checks as args;
-use crate::sqltypes::Name;
+use storlab_core::request::checks as args;
 
 /// Probes one workload of the standard suite on one tablespace
 /// `repetitions` times (reusing standard-suite probes younger than a

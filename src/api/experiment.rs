@@ -8,12 +8,12 @@ use pgrx::datum::{Interval, JsonB};
 use pgrx::prelude::*;
 
 use super::interval_micros;
-use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
+use crate::ops::error::{invalid, required, spi, Error, OrRaise, Raise, SqlState};
 use crate::ops::{experiment, settings};
-use crate::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
-use crate::report::latency::run_percentiles;
-use crate::request::experiment::{Args, Experiment};
-use crate::request::job::{JobArgs, JobSpec};
+use storlab_core::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
+use storlab_core::report::latency::run_percentiles;
+use storlab_core::request::experiment::{Args, Experiment};
+use storlab_core::request::job::{JobArgs, JobSpec};
 
 /// Starts an experiment as one job: for each fillfactor, pgbench -i and the
 /// relations' sizes under each layout; then `repetitions` times every

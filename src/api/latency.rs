@@ -5,8 +5,8 @@
 
 use pgrx::prelude::*;
 
-use crate::ops::error::{invalid, required, spi, Error, OrRaise, SqlState};
-use crate::report::latency::{self, Merged};
+use crate::ops::error::{invalid, required, spi, Error, OrRaise, Raise, SqlState};
+use storlab_core::report::latency::{self, Merged};
 
 /// The stored histograms of `ids` in `table`; an id with no row is an error.
 fn histograms(table: &str, what: &str, ids: &[i64]) -> Vec<Vec<u8>> {

@@ -9,8 +9,8 @@ use crate::ops::error::{required, OrRaise};
 use crate::ops::probe::{fetch_rows, measure, spec_for};
 use crate::ops::settings::max_probe_duration;
 use crate::ops::targets::resolve;
-use crate::request::probe::{self as request, RawProbeArgs};
 use crate::sqltypes::Name;
+use storlab_core::request::probe::{self as request, RawProbeArgs};
 
 /// Measure one workload on one tablespace (or 'pg_wal') and store the result
 /// in storlab.probes; returns the stored row.

@@ -13,8 +13,8 @@ use pgrx::prelude::*;
 use super::interval_micros;
 use crate::ops::error::{required, OrRaise};
 use crate::ops::relocate;
-use crate::request::relocate::lock_timeout;
 use crate::sqltypes::{Name, RegClass};
+use storlab_core::request::relocate::lock_timeout;
 
 fn timeout_of(lock_timeout_arg: Option<Interval>) -> Duration {
     lock_timeout(interval_micros(&required(lock_timeout_arg, "lock_timeout"))).or_raise()

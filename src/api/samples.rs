@@ -5,8 +5,8 @@
 
 use pgrx::prelude::*;
 
-use crate::ops::error::{invalid, required, Error, OrRaise, SqlState};
-use crate::report::samples::compare;
+use crate::ops::error::{invalid, required, Error, OrRaise, Raise, SqlState};
+use storlab_core::report::samples::compare;
 
 fn values(v: Option<Vec<Option<f64>>>, what: &str) -> Vec<f64> {
     let v: Vec<f64> = required(v, what)
@@ -18,7 +18,13 @@ fn values(v: Option<Vec<Option<f64>>>, what: &str) -> Vec<f64> {
     }
     if let Some(x) = v.iter().find(|x| !x.is_finite()) {
         // as PostgreSQL spells them
-        let x = if x.is_nan() { "NaN" } else if *x > 0.0 { "Infinity" } else { "-Infinity" };
+        let x = if x.is_nan() {
+            "NaN"
+        } else if *x > 0.0 {
+            "Infinity"
+        } else {
+            "-Infinity"
+        };
         invalid(format!("{what} must hold finite values, not {x}")).raise();
     }
     v
@@ -53,7 +59,15 @@ fn compare_samples(
         .ok_or_else(|| invalid("a and b must each hold at least one value"))
         .or_raise();
     // finite values whose sums or squares overflow: no figure to give
-    let figures = [Some(c.a.mean), Some(c.b.mean), c.a.ci95_low, c.a.ci95_high, c.b.ci95_low, c.b.ci95_high, c.p_value];
+    let figures = [
+        Some(c.a.mean),
+        Some(c.b.mean),
+        c.a.ci95_low,
+        c.a.ci95_high,
+        c.b.ci95_low,
+        c.b.ci95_high,
+        c.p_value,
+    ];
     if figures.iter().flatten().any(|x| !x.is_finite()) {
         Error::new(
             SqlState::NumericValueOutOfRange,

@@ -9,14 +9,14 @@ use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
 use super::interval_micros;
-use crate::env;
 use crate::ops::error::{invalid, raise, required, OrRaise};
 use crate::ops::probe::fetch_rows;
 use crate::ops::settings::max_probe_duration;
 use crate::ops::suite::{self, SuiteRun};
 use crate::ops::targets::{all_targets, resolve};
-use crate::request::probe::{iodepths, precision, suite_duration, worker_counts};
 use crate::sqltypes::Name;
+use storlab_core::env;
+use storlab_core::request::probe::{iodepths, precision, suite_duration, worker_counts};
 
 /// A suite's `duration` argument: required, at least 10 ms and at most
 /// storlab.max_probe_duration (22004 / 22023 otherwise).

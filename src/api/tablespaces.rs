@@ -2,9 +2,9 @@
 
 use pgrx::prelude::*;
 
-use crate::env;
 use crate::ops::targets::{all_targets, Target};
 use crate::sqltypes::Name;
+use storlab_core::env;
 
 /// One row of tablespaces(); the #[pg_extern] signature below must spell the
 /// same tuple out, since pgrx reads column names from it.

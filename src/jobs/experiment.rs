@@ -18,15 +18,15 @@ use pgrx::JsonB;
 
 use super::run::{self, JobEnd};
 use super::{as_caller, bookkeeping, stop_requested, Job};
-use crate::env;
 use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
 use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
-use crate::pgbench::scripts::quote_ident;
-use crate::report::experiment::{placement_sentence, Expected, Observation};
-use crate::request::bench::BenchInit;
-use crate::request::experiment::{pgoptions, session_settings, Experiment, Step};
 use crate::sqltypes::Name;
+use storlab_core::env;
+use storlab_core::pgbench::scripts::quote_ident;
+use storlab_core::report::experiment::{placement_sentence, Expected, Observation};
+use storlab_core::request::bench::BenchInit;
+use storlab_core::request::experiment::{pgoptions, session_settings, Experiment, Step};
 
 /// What is already stored for the experiment (a resumed one has some).
 struct Done {
@@ -134,7 +134,9 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 // a resumed fillfactor keeps its tables when they are whole
                 // (their history goes on); a new one starts from pgbench -i,
                 // unless asked to reuse whole tables it finds
-                if (done.any_of(e, fillfactor) || e.reuse_tables) && tables_whole(e.scale, fillfactor) {
+                if (done.any_of(e, fillfactor) || e.reuse_tables)
+                    && tables_whole(e.scale, fillfactor)
+                {
                     progress(job, i + 1, &e.describe(step, "tables kept from before"));
                     continue;
                 }
@@ -358,7 +360,8 @@ fn place(job: &Job, e: &Experiment, step: Step, i: usize, layout: usize) -> Resu
     let holds = |rels: &std::collections::BTreeMap<String, String>, want: &Option<String>| {
         want.as_ref().is_none_or(|w| rels.values().all(|t| t == w))
     };
-    let applied = holds(&seen.tables, &l.placement.tables) && holds(&seen.indexes, &l.placement.indexes);
+    let applied =
+        holds(&seen.tables, &l.placement.tables) && holds(&seen.indexes, &l.placement.indexes);
     set_layout_applied(job, applied.then_some(l.name.as_str()));
     run::store_detail(
         job,
@@ -378,7 +381,9 @@ pub(super) fn placement_now(job_id: i64) -> String {
         )
     });
     let placed: Option<Observation> = placed.and_then(|p| serde_json::from_value(p.0).ok());
-    let now = run::pgbench_schema().map(|s| run::observe_relations(&s)).unwrap_or_default();
+    let now = run::pgbench_schema()
+        .map(|s| run::observe_relations(&s))
+        .unwrap_or_default();
     placement_sentence(layout.as_deref(), placed.as_ref(), &now)
 }
 
@@ -415,7 +420,8 @@ fn vacuum_analyze(job: &Job, dir: &Path) -> Result<(), JobEnd> {
     let s = quote_ident(&run::pgbench_schema()?);
     // two commands: VACUUM refuses to run inside a multi-statement string
     let accounts = format!("VACUUM {s}.pgbench_accounts");
-    let small = format!("VACUUM ANALYZE {s}.pgbench_branches, {s}.pgbench_tellers, {s}.pgbench_history");
+    let small =
+        format!("VACUUM ANALYZE {s}.pgbench_branches, {s}.pgbench_tellers, {s}.pgbench_history");
     run::psql_commands(job, &run::connection(job), &[&accounts, &small], dir).map(|_| ())
 }
 

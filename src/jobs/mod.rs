@@ -28,7 +28,7 @@ use pgrx::prelude::*;
 
 use crate::ops::identity::{as_owner, pinned};
 use crate::ops::jobs as ops_jobs;
-use crate::request::job::{JobArgs, JobSpec};
+use storlab_core::request::job::{JobArgs, JobSpec};
 
 /// The worker's entry point (named in launch()).
 #[pg_guard]
@@ -253,7 +253,7 @@ fn caught(e: &pg_sys::panic::CaughtError) -> run::JobEnd {
     }
     run::JobEnd::Error {
         message,
-        sqlstate: crate::error::unpack_sqlstate(report.sql_error_code() as i32),
+        sqlstate: storlab_core::error::unpack_sqlstate(report.sql_error_code() as i32),
         detail: report.detail().map(str::to_string),
     }
 }

@@ -24,9 +24,9 @@ use super::run::{
 use super::{as_caller, bookkeeping, Job};
 use crate::ops::relocate::lock_holders;
 use crate::ops::server::{hostname, system_identifier};
-use crate::pgbench::Connection;
-use crate::request::bench::MoveIndexes;
 use crate::sqltypes::Name;
+use storlab_core::pgbench::Connection;
+use storlab_core::request::bench::MoveIndexes;
 
 /// What the job is about to do, as stored in its detail (key `plan`).
 #[derive(Debug, Serialize, Deserialize)]
@@ -106,7 +106,7 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
             &plan,
             index,
             &r.tablespace,
-            crate::relocate::psql_timing_s(&stdout),
+            storlab_core::relocate::psql_timing_s(&stdout),
             wal,
             &sql,
             &note,

@@ -12,13 +12,15 @@ use pgrx::JsonB;
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::check_pgbench_tables_complete;
 use crate::ops::server::data_dir;
-use crate::pgbench::process::{self, Outcome};
-use crate::pgbench::scripts::quote_ident;
-use crate::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
-use crate::report::experiment::{disagreement, wal_tablespace, Expected, Observation, WalPlace};
-use crate::request::bench::{BenchInit, BenchRun};
-use crate::request::job::JobSpec;
 use crate::sqltypes::Name;
+use storlab_core::pgbench::process::{self, Outcome};
+use storlab_core::pgbench::scripts::quote_ident;
+use storlab_core::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
+use storlab_core::report::experiment::{
+    disagreement, wal_tablespace, Expected, Observation, WalPlace,
+};
+use storlab_core::request::bench::{BenchInit, BenchRun};
+use storlab_core::request::job::JobSpec;
 
 pub enum JobEnd {
     Stopped(String),
@@ -34,8 +36,8 @@ pub enum JobEnd {
     },
 }
 
-impl From<crate::error::Error> for JobEnd {
-    fn from(e: crate::error::Error) -> Self {
+impl From<storlab_core::error::Error> for JobEnd {
+    fn from(e: storlab_core::error::Error) -> Self {
         JobEnd::Error {
             message: e.message,
             sqlstate: e.state.code().to_string(),
@@ -246,7 +248,7 @@ fn session_settings(
 /// filesystem (`preferred`, the layout's `wal`, when it does).
 pub(super) fn observe_wal(preferred: Option<&str>) -> Result<WalPlace, String> {
     let wal = data_dir().join("pg_wal");
-    let here = crate::env::place(&wal)
+    let here = storlab_core::env::place(&wal)
         .map_err(|e| format!("cannot tell where pg_wal is ({}): {e}", wal.display()))?;
     let sharing = tablespaces_on(here.dev);
     Ok(WalPlace {
@@ -281,7 +283,7 @@ fn tablespaces_on(dev: u64) -> Vec<String> {
             } else {
                 data.join(location)
             };
-            crate::env::device_of(&folder).ok() == Some(dev)
+            storlab_core::env::device_of(&folder).ok() == Some(dev)
         })
         .map(|(name, _)| name)
         .collect()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use pgrx::pg_sys;
 
-use crate::probe::Caller;
+use storlab_core::probe::Caller;
 
 pub struct Backend;
 

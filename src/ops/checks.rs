@@ -8,14 +8,14 @@ use std::time::Duration;
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 
-use super::error::{spi, Error, OrRaise, SqlState};
+use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
 use super::server::{hostname, system_identifier};
 use super::suite::{item_args, measure_item, suite_file_once, SuiteRun, ITEM_PROBES};
 use super::targets::{all_targets, check_may_write_all, resolve, Target};
-use crate::report::checks::{confirm, judge, Metric, Verdict};
-use crate::request::probe::{SuiteItem, SUITE, SUITE_PRECISION_PCT};
 use crate::sqltypes::Name;
+use storlab_core::report::checks::{confirm, judge, Metric, Verdict};
+use storlab_core::request::probe::{SuiteItem, SUITE, SUITE_PRECISION_PCT};
 
 /// Standard-suite figures younger than this stand in for a new probe in a
 /// check: a CI suite that checks several metrics of one workload probes once.

@@ -7,7 +7,7 @@ use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use pgrx::PgLogLevel;
 
-pub use crate::error::{invalid, Error, Result, SqlState};
+pub use storlab_core::error::{invalid, Error, Result, SqlState};
 
 fn pg_code(state: SqlState) -> PgSqlErrorCode {
     use PgSqlErrorCode::*;
@@ -73,9 +73,15 @@ pub fn required<T>(value: Option<T>, what: &str) -> T {
     })
 }
 
-impl Error {
+/// `error.raise()`: the error type lives in the pure core, which knows
+/// nothing of ereport, so raising it is a trait of this crate.
+pub trait Raise {
+    fn raise(self) -> !;
+}
+
+impl Raise for Error {
     /// Raises this error (see [`raise`]).
-    pub fn raise(self) -> ! {
+    fn raise(self) -> ! {
         raise(self)
     }
 }
@@ -83,7 +89,7 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::unpack_sqlstate;
+    use storlab_core::error::unpack_sqlstate;
 
     #[test]
     fn postgresqls_packed_codes_unpack_to_their_sqlstate() {

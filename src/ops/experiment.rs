@@ -10,14 +10,14 @@ use std::ffi::CString;
 
 use pgrx::prelude::*;
 
-use super::error::{invalid, spi, Error, OrRaise, SqlState};
+use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{self, as_owner};
 use super::jobs;
 use super::relocate::check_target;
 use super::server::{hostname, system_identifier};
-use crate::request::experiment::{Experiment, Placement};
-use crate::request::job::JobSpec;
 use crate::sqltypes::Name;
+use storlab_core::request::experiment::{Experiment, Placement};
+use storlab_core::request::job::JobSpec;
 
 /// Checks the experiment against the catalog, starts its job and records
 /// it; returns its id (the job's).

@@ -6,13 +6,13 @@
 use pgrx::datum::JsonB;
 use pgrx::prelude::*;
 
-use super::error::{invalid, spi, Error, OrRaise, SqlState};
+use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{self, as_owner};
 use super::settings;
-use crate::pgbench::conninfo;
-use crate::request::bench::RunOptions;
-use crate::request::job::{JobArgs, JobSpec};
 use crate::sqltypes::Name;
+use storlab_core::pgbench::conninfo;
+use storlab_core::request::bench::RunOptions;
+use storlab_core::request::job::{JobArgs, JobSpec};
 
 /// Starts the worker of a job row this transaction has just inserted.
 ///
@@ -103,7 +103,8 @@ const PGBENCH_TABLE_USERS: &str = "
        AND j.id <> $1";
 
 /// How a job of [`PGBENCH_TABLE_USERS`] is named in a message (`u` its row).
-const JOB_NAME: &str = "pg_catalog.format('storlab job %s (%s, %s, role %s)', u.id, u.kind, u.status, u.role)";
+const JOB_NAME: &str =
+    "pg_catalog.format('storlab job %s (%s, %s, role %s)', u.id, u.kind, u.status, u.role)";
 
 /// The job that uses this database's pgbench tables, if any (see
 /// [`PGBENCH_TABLE_USERS`]), named.
@@ -216,8 +217,14 @@ pub fn pgbench_relations_free(
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let oids: Vec<pg_sys::Oid> = rels.iter().map(|r| r.0).collect();
-    let used = as_owner(|| latest_snapshot_pairs(&used_relations_query(), own_job.unwrap_or(0), &oids))
-        .map_err(|e| Error::new(SqlState::Internal, format!("storlab: checking running jobs: {e}")))?;
+    let used =
+        as_owner(|| latest_snapshot_pairs(&used_relations_query(), own_job.unwrap_or(0), &oids))
+            .map_err(|e| {
+                Error::new(
+                    SqlState::Internal,
+                    format!("storlab: checking running jobs: {e}"),
+                )
+            })?;
     let found = rels.iter().find_map(|(oid, what)| {
         used.iter()
             .find(|(_, o)| o == oid)
@@ -280,9 +287,17 @@ fn latest_snapshot_pairs(
                 let tuple = *(*table).vals.add(i);
                 let mut isnull = false;
                 let name = pg_sys::SPI_getbinval(tuple, (*table).tupdesc, 1, &mut isnull);
-                let name = if isnull { None } else { String::from_datum(name, false) };
+                let name = if isnull {
+                    None
+                } else {
+                    String::from_datum(name, false)
+                };
                 let oid = pg_sys::SPI_getbinval(tuple, (*table).tupdesc, 2, &mut isnull);
-                let oid = if isnull { None } else { pg_sys::Oid::from_datum(oid, false) };
+                let oid = if isnull {
+                    None
+                } else {
+                    pg_sys::Oid::from_datum(oid, false)
+                };
                 if let (Some(name), Some(oid)) = (name, oid) {
                     out.push((name, oid));
                 }

@@ -1,4 +1,4 @@
-//! One measured probe: free-space check, the pure engine in `crate::probe`
+//! One measured probe: free-space check, the pure engine in `storlab_core::probe`
 //! (its threads do the I/O; this, the backend's only PostgreSQL thread,
 //! polls for cancel), and the stored row, written as the extension's owner.
 
@@ -16,10 +16,10 @@ use super::identity::as_owner;
 use super::server::{hostname, system_identifier};
 use super::settings::min_free_bytes;
 use super::targets::Target;
-use crate::env;
-use crate::probe::{self as engine, ProbeError, ProbeSpec};
-use crate::request::probe::ProbeArgs;
 use crate::sqltypes::Name;
+use storlab_core::env;
+use storlab_core::probe::{self as engine, ProbeError, ProbeSpec};
+use storlab_core::request::probe::ProbeArgs;
 
 /// Scratch folders this backend has written to. A backend that leaves through
 /// FATAL (pg_terminate_backend, a fast shutdown) exits without unwinding, so

@@ -16,15 +16,15 @@ use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::AllocatedByRust;
 
-use super::error::{invalid, raise, spi, Error, OrRaise, SqlState};
+use super::error::{invalid, raise, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{as_owner, caller};
 use super::jobs::pgbench_relations_free;
 use super::server::{data_dir, hostname, system_identifier};
 use super::settings::min_free_bytes;
 use super::targets::resolve;
-use crate::env::{allocation, space};
-use crate::relocate::{human_bytes, note, space_after, statement, Kind, SpaceAfter};
 use crate::sqltypes::{Name, RegClass};
+use storlab_core::env::{allocation, space};
+use storlab_core::relocate::{human_bytes, note, space_after, statement, Kind, SpaceAfter};
 
 /// A relation as the catalog describes it, with names already quoted by PostgreSQL.
 #[derive(Debug, Clone)]
@@ -365,7 +365,12 @@ fn execute(
     if !dry_run {
         let rels: Vec<(pg_sys::Oid, String)> = steps
             .iter()
-            .map(|s| (s.rel.oid, format!("{} {}", s.rel.kind.as_str(), s.rel.qualified)))
+            .map(|s| {
+                (
+                    s.rel.oid,
+                    format!("{} {}", s.rel.kind.as_str(), s.rel.qualified),
+                )
+            })
             .collect();
         pgbench_relations_free(&rels, job, lock_timeout).or_raise();
     }
@@ -597,8 +602,8 @@ fn execute(
 fn volatile_targets(folders: &HashMap<String, PathBuf>) -> HashMap<String, String> {
     let mut out = HashMap::new();
     for (ts, folder) in folders {
-        if let Ok(f) = crate::env::facts(folder) {
-            if crate::env::is_volatile(&f.fs_type, &f.device) {
+        if let Ok(f) = storlab_core::env::facts(folder) {
+            if storlab_core::env::is_volatile(&f.fs_type, &f.device) {
                 let what = if f.device == f.fs_type {
                     f.fs_type.clone()
                 } else {
@@ -624,7 +629,7 @@ fn target_folders(steps: &[Step]) -> HashMap<String, PathBuf> {
 
 /// For each step that copies (a relation with storage), the target's
 /// folder and the space its filesystem has left after the whole call's
-/// copies (see crate::relocate::space_after).
+/// copies (see storlab_core::relocate::space_after).
 fn space_after_steps(
     steps: &[Step],
     folders: &HashMap<String, PathBuf>,

@@ -7,19 +7,19 @@ use std::time::Duration;
 use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
-use super::error::{spi, Error, OrRaise, SqlState};
+use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
 use super::probe::{measure, scratch_dir};
 use super::server::system_identifier;
 use super::settings::suite_file_cap;
 use super::targets::{all_targets, Target};
-use crate::env;
-use crate::probe::{IoEngine, ProbeSpec, Workload};
-use crate::report::compare::{rank, Ranking, Scores};
-use crate::request::probe::{
+use crate::sqltypes::Name;
+use storlab_core::env;
+use storlab_core::probe::{IoEngine, ProbeSpec, Workload};
+use storlab_core::report::compare::{rank, Ranking, Scores};
+use storlab_core::request::probe::{
     fsync_tests, suite_file_size, FsyncTest, SuiteItem, MAX_WORKERS, SUITE,
 };
-use crate::sqltypes::Name;
 
 /// The newest standard-suite probe at queue depth 1 of every (tablespace,
 /// workload, workers) that completed something: what charts and advice read (as the caller;

@@ -7,7 +7,7 @@ use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, SqlState};
 use super::server::{data_dir, version_dir};
-use crate::error::invalid;
+use storlab_core::error::invalid;
 
 /// A folder PostgreSQL writes to, named as a DBA names it.
 #[derive(Debug, Clone)]

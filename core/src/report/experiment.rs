@@ -306,12 +306,20 @@ pub fn disagreement(
 /// applied completely), `now` what is seen now. A relation moved (or
 /// gone) since is named: the sentence never claims a placement that no
 /// longer holds.
-pub fn placement_sentence(layout: Option<&str>, placed: Option<&Observation>, now: &Observation) -> String {
+pub fn placement_sentence(
+    layout: Option<&str>,
+    placed: Option<&Observation>,
+    now: &Observation,
+) -> String {
     let (Some(layout), Some(placed)) = (layout, placed) else {
-        return "as pgbench -i left them or as a move left them (storlab.layout() shows where)".into();
+        return "as pgbench -i left them or as a move left them (storlab.layout() shows where)"
+            .into();
     };
     let mut since = Vec::new();
-    for (was, is) in [(&placed.tables, &now.tables), (&placed.indexes, &now.indexes)] {
+    for (was, is) in [
+        (&placed.tables, &now.tables),
+        (&placed.indexes, &now.indexes),
+    ] {
         for (rel, ts) in was {
             match is.get(rel) {
                 None => since.push(format!("{rel} is gone")),
@@ -323,7 +331,10 @@ pub fn placement_sentence(layout: Option<&str>, placed: Option<&Observation>, no
     if since.is_empty() {
         format!("as layout {layout}")
     } else {
-        format!("as layout {layout} placed them, except that since then {}", since.join(", "))
+        format!(
+            "as layout {layout} placed them, except that since then {}",
+            since.join(", ")
+        )
     }
 }
 
@@ -334,11 +345,19 @@ mod tests {
     #[test]
     fn a_placement_is_claimed_only_while_it_holds() {
         let mut placed = Observation::default();
-        placed.tables.insert("pgbench_accounts".into(), "lab_disk".into());
-        placed.indexes.insert("pgbench_accounts_pkey".into(), "lab_ram".into());
-        assert_eq!(placement_sentence(Some("d"), Some(&placed), &placed), "as layout d");
+        placed
+            .tables
+            .insert("pgbench_accounts".into(), "lab_disk".into());
+        placed
+            .indexes
+            .insert("pgbench_accounts_pkey".into(), "lab_ram".into());
+        assert_eq!(
+            placement_sentence(Some("d"), Some(&placed), &placed),
+            "as layout d"
+        );
         let mut now = placed.clone();
-        now.tables.insert("pgbench_accounts".into(), "lab_xfs".into());
+        now.tables
+            .insert("pgbench_accounts".into(), "lab_xfs".into());
         let s = placement_sentence(Some("d"), Some(&placed), &now);
         assert!(s.contains("pgbench_accounts was moved to lab_xfs"), "{s}");
         assert!(!s.ends_with("as layout d"), "{s}");

@@ -169,9 +169,9 @@ impl Experiment {
         };
         let reuse_tables = match options.get("reuse_tables") {
             None => false,
-            Some(v) => v.as_bool().ok_or_else(|| {
-                invalid(format!("option reuse_tables = {v}: true or false"))
-            })?,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| invalid(format!("option reuse_tables = {v}: true or false")))?,
         };
         let mut layouts = parse_layouts(a.layouts)?;
         if let Some(b) = options.get("baseline") {
@@ -307,7 +307,10 @@ impl Experiment {
                 }
                 let (tablespace, from) = match &base_wal {
                     Some(b) if i > 0 => (b.clone(), "the baseline's"),
-                    _ => ("pg_default".to_string(), "the data directory's (pg_default)"),
+                    _ => (
+                        "pg_default".to_string(),
+                        "the data directory's (pg_default)",
+                    ),
                 };
                 layout.placement.wal = Some(tablespace.clone());
                 filled.push(Resolved {

@@ -2,19 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// `src/pgbench/testdata`, found from this file's own path so that it works
-/// whether the crate is built from its own folder or includes the module by
-/// an absolute `#[path]`.
+/// `src/pgbench/testdata` of this crate (`file!()` is relative to the
+/// workspace, not to the crate, so the crate's own folder anchors it).
 pub fn testdata_dir() -> PathBuf {
-    let dir = Path::new(file!())
-        .parent()
-        .unwrap_or_else(|| Path::new("."))
-        .join("testdata");
-    if dir.is_absolute() {
-        dir
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)
-    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/pgbench/testdata")
 }
 
 /// A folder under the system temp folder, removed when dropped, so that a

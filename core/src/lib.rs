@@ -1,0 +1,26 @@
+//! storlab's pure core: everything storlab decides or computes without
+//! PostgreSQL. The extension crate (the SQL functions, the operations under
+//! an identity, the background worker) calls into it; this crate has no
+//! pgrx, so the compiler keeps it that way, and its tests run in seconds
+//! without a server: `cargo test -p storlab-core`.
+//!
+//! - `error`: the one error type, with the SQLSTATE it is raised with
+//! - `request`: typed requests, checked once (22023 with the allowed range)
+//! - `probe`: the I/O engine (psync, io_uring), workloads, the precision stop
+//! - `env`: storage facts of a path (filesystem, device, allocation, limits)
+//! - `pgbench`: pgbench's scripts, command lines, output and log parsers
+//! - `report`: comparisons, experiment reports, CI checks' verdicts
+//! - `advice`, `chart`: what storlab recommends and draws, from plain figures
+//! - `relocate`: relation kinds, ALTER statements, what a move locks
+//! - `hdr`: HdrHistogram encoding and merging
+
+pub mod advice;
+pub mod chart;
+pub mod env;
+pub mod error;
+pub mod hdr;
+pub mod pgbench;
+pub mod probe;
+pub mod relocate;
+pub mod report;
+pub mod request;
