@@ -13,6 +13,7 @@
 //! - `advice`, `chart`: what storlab recommends and draws, from plain figures
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
 //! - `hdr`: HdrHistogram encoding and merging
+//! - `stats`: summaries, Welch's test and the one significance rule (a leaf)
 
 pub mod advice;
 pub mod chart;
@@ -24,3 +25,4 @@ pub mod probe;
 pub mod relocate;
 pub mod report;
 pub mod request;
+pub mod stats;

@@ -14,7 +14,7 @@ use crate::ops::error::{spi, OrRaise};
 use crate::ops::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
 use storlab_core::advice::{self, ConcurrencyBasis, Costs};
 use storlab_core::pgbench::scripts::quote_ident;
-use storlab_core::report::stats;
+use storlab_core::stats;
 
 type Row = (
     String,
@@ -596,7 +596,7 @@ fn fillfactor(experiments: &[Experiment]) -> Row {
                 continue;
             };
             let (ma, mb) = (sa.mean, sb.mean);
-            if !(w.p_value < 0.05 && ma > mb) {
+            if !(w.significant(stats::ALPHA, stats::Sides::Two) && ma > mb) {
                 continue;
             }
             let Some(gain) = stats::improvement_pct(mb, ma) else {

@@ -248,6 +248,6 @@ mod tests {
     fn moving_pays_only_beyond_a_tenth() {
         assert!(worth_moving(200.0, 150.0));
         assert!(!worth_moving(200.0, 185.0));
-        assert!((crate::report::stats::improvement_pct(200.0, 150.0).unwrap() + 25.0).abs() < 1e-9);
+        assert!((crate::stats::improvement_pct(200.0, 150.0).unwrap() + 25.0).abs() < 1e-9);
     }
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::report::stats::summarize;
+use crate::stats::summarize;
 
 /// Length of one throughput sample. Short enough for five samples in the
 /// minimum run, long enough to hold thousands of operations on any SSD and

@@ -5,7 +5,7 @@
 //!
 //! A regression is a change for the worse by more than `max_change_pct`
 //! that is also significant: Welch's t-test on the repetitions' figures,
-//! one-sided in the worse direction, p < SIGNIFICANCE. Either test alone
+//! one-sided in the worse direction, p < `stats::ALPHA`. Either test alone
 //! fails builds for nothing: a large change on noisy storage may be noise
 //! (five repetitions of a cloud volume easily spread 15 %), and a tiny
 //! change is significant with enough repetitions yet harmless.
@@ -14,12 +14,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::probe::Workload;
-use crate::report::stats::{improvement_pct, summarize, welch};
-
-/// The one-sided p below which a change counts as real: 5 %, the usual
-/// level, so that at most one unchanged figure in twenty is even a candidate
-/// (and it must still change by more than max_change_pct).
-pub const SIGNIFICANCE: f64 = 0.05;
+use crate::stats::{improvement_pct, summarize, welch, Sides, ALPHA};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Metric {
@@ -219,21 +214,19 @@ pub fn judge(metric: Metric, baseline: &[f64], now: &[f64], max_change_pct: f64)
     // +1 where a higher figure is worse (latency), -1 where it is better
     let worse = if metric.higher_is_better() { -1.0 } else { 1.0 };
     let change_pct = improvement_pct(b, n);
-    // Welch's t > 0: now is higher than the baseline. One-sided p of "now
-    // is worse": half the two-sided p on the worse side, the rest otherwise.
-    let p_value = welch(now, baseline).map(|w| {
-        if w.t == 0.0 {
-            1.0
-        } else if w.t * worse > 0.0 {
-            w.p_value / 2.0
-        } else {
-            1.0 - w.p_value / 2.0
-        }
-    });
+    // One-sided p of "now is worse": now higher than the baseline for a
+    // latency, lower for a rate.
+    let worse_side = if worse > 0.0 {
+        Sides::Greater
+    } else {
+        Sides::Less
+    };
+    let test = welch(now, baseline);
+    let p_value = test.map(|w| w.p(worse_side));
     // within max_change_pct it is no regression whatever the spread; beyond
     // it, only a test can tell, and without one there is no verdict
     let regressed = if change_pct.is_some_and(|c| c * worse > max_change_pct) {
-        p_value.map(|p| p < SIGNIFICANCE)
+        test.map(|w| w.significant(ALPHA, worse_side))
     } else {
         Some(false)
     };

@@ -5,14 +5,11 @@
 //! t-test), and a bar scaled to the best cell. Pure: the SQL side reads the
 //! runs and pools the latency histograms.
 
-use super::stats::{bar, improvement_pct, summarize, welch};
+use crate::stats::{bar, improvement_pct, summarize, welch, Sides, ALPHA};
 use serde::{Deserialize, Serialize};
 
 /// Width of the bar of the best cell, in characters.
 pub const BAR_WIDTH: usize = 30;
-
-/// p below this: the difference is called significant.
-pub const ALPHA: f64 = 0.05;
 
 /// One cell's measured runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,13 +55,11 @@ pub fn versus(base: &[f64], tps: &[f64]) -> Versus {
     let (Some(b), Some(s)) = (summarize(base), summarize(tps)) else {
         return Versus::default();
     };
-    let p_value = welch(base, tps)
-        .map(|w| w.p_value)
-        .filter(|p| p.is_finite());
+    let test = welch(base, tps).filter(|w| w.p_value.is_finite());
     Versus {
         improvement_pct: improvement_pct(b.mean, s.mean),
-        p_value,
-        significant: p_value.map(|p| p < ALPHA),
+        p_value: test.map(|w| w.p(Sides::Two)),
+        significant: test.map(|w| w.significant(ALPHA, Sides::Two)),
     }
 }
 

@@ -5,4 +5,3 @@ pub mod compare;
 pub mod experiment;
 pub mod latency;
 pub mod samples;
-pub mod stats;

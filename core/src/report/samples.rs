@@ -4,8 +4,7 @@
 //! figures that are not pgbench runs (probes repeated by a study, figures
 //! gathered by hand), so that they get the same statistics.
 
-use super::experiment::ALPHA;
-use super::stats::{improvement_pct, summarize, welch, Summary};
+use crate::stats::{improvement_pct, summarize, welch, Sides, Summary, ALPHA};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SampleComparison {
@@ -21,13 +20,13 @@ pub struct SampleComparison {
 /// None when either side is empty (nothing to summarise).
 pub fn compare(a: &[f64], b: &[f64]) -> Option<SampleComparison> {
     let (sa, sb) = (summarize(a)?, summarize(b)?);
-    let p_value = welch(b, a).map(|w| w.p_value);
+    let test = welch(b, a);
     Some(SampleComparison {
         a: sa,
         b: sb,
         change_pct: improvement_pct(sa.mean, sb.mean),
-        p_value,
-        significant: p_value.map(|p| p < ALPHA),
+        p_value: test.map(|w| w.p(Sides::Two)),
+        significant: test.map(|w| w.significant(ALPHA, Sides::Two)),
     })
 }
 

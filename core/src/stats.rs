@@ -26,6 +26,27 @@
 //!
 //! Where a figure cannot be had (one run, no baseline), the answer is None,
 //! and the SQL layer shows NULL for it: no invented numbers.
+//!
+//! A leaf: it imports nothing of storlab. Every significance storlab states
+//! (experiment reports, compare_samples, regressions(), advice) is
+//! [`Welch::significant`] at [`ALPHA`], two-sided or one-sided as the
+//! question asks.
+
+/// The level every storlab test is judged at: a difference is called
+/// significant when its p-value is below it.
+pub const ALPHA: f64 = 0.05;
+
+/// The alternative a test looks for, between the `a` and `b` of
+/// [`welch`]`(a, b)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sides {
+    /// a differs from b, either way (experiments, compare_samples, advice)
+    Two,
+    /// a is greater than b (regressions(): now is worse than the baseline)
+    Greater,
+    /// a is less than b
+    Less,
+}
 
 /// Mean, sample standard deviation and the 95 % confidence interval of the
 /// mean of a set of runs.
@@ -51,6 +72,31 @@ pub struct Welch {
     /// Two-sided: the probability of a |t| at least this large were the
     /// means equal.
     pub p_value: f64,
+}
+
+impl Welch {
+    /// The p-value for the alternative `sides`. One-sided: half the
+    /// two-sided p when t points the asked way, the rest otherwise; a t of
+    /// exactly 0 (no difference at all) gives 1, no evidence either way.
+    pub fn p(&self, sides: Sides) -> f64 {
+        let towards = match sides {
+            Sides::Two => return self.p_value,
+            Sides::Greater => 1.0,
+            Sides::Less => -1.0,
+        };
+        if self.t == 0.0 {
+            1.0
+        } else if self.t * towards > 0.0 {
+            self.p_value / 2.0
+        } else {
+            1.0 - self.p_value / 2.0
+        }
+    }
+
+    /// Whether the difference is significant at `alpha` for `sides`.
+    pub fn significant(&self, alpha: f64, sides: Sides) -> bool {
+        self.p(sides) < alpha
+    }
 }
 
 /// Mean and sum of squared deviations from it, in two passes: the one-pass
@@ -805,5 +851,28 @@ mod tests {
         assert_eq!(bar(5.0, 10.0, 0), "");
         // Less than half an eighth of a cell rounds to nothing.
         assert_eq!(bar(0.01, 10.0, 4), "");
+    }
+
+    #[test]
+    fn one_sided_p_is_half_the_two_sided_on_the_asked_side() {
+        let lower = welch(&[90.0, 92.0, 91.0], &[100.0, 101.0, 99.0]).unwrap();
+        assert!(lower.t < 0.0);
+        let two = lower.p(Sides::Two);
+        assert_eq!(lower.p(Sides::Less), two / 2.0);
+        assert_eq!(lower.p(Sides::Greater), 1.0 - two / 2.0);
+        assert!(lower.significant(ALPHA, Sides::Two));
+        assert!(lower.significant(ALPHA, Sides::Less));
+        assert!(!lower.significant(ALPHA, Sides::Greater));
+        // a stricter alpha is a stricter rule
+        assert!(!lower.significant(two / 2.0, Sides::Two));
+    }
+
+    #[test]
+    fn no_difference_is_never_significant_either_way() {
+        let same = welch(&[5.0, 5.0], &[5.0, 5.0]).unwrap();
+        for sides in [Sides::Two, Sides::Greater, Sides::Less] {
+            assert_eq!(same.p(sides), 1.0);
+            assert!(!same.significant(ALPHA, sides));
+        }
     }
 }
