@@ -8,7 +8,7 @@ use pgrx::datum::{Interval, JsonB};
 use pgrx::prelude::*;
 
 use super::interval_micros;
-use crate::ops::error::{invalid, required, spi, Error, OrRaise, Raise, SqlState};
+use crate::ops::error::{required, required_elements, spi, Error, OrRaise, Raise, SqlState};
 use crate::ops::{experiment, settings};
 use storlab_core::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
 use storlab_core::report::latency::run_percentiles;
@@ -42,25 +42,18 @@ fn experiment_start(
         name: required(name, "name"),
         layouts: &layouts,
         script: required(script, "script"),
-        clients: int_list(clients, "clients"),
+        clients: required_elements(clients, "clients"),
         jobs: required(jobs, "jobs"),
         duration_us: interval_micros(&required(duration, "duration")),
         repetitions: required(repetitions, "repetitions"),
         warmup_us: interval_micros(&required(warmup, "warmup")),
         scale: required(scale, "scale"),
-        fillfactors: int_list(fillfactors, "fillfactors"),
+        fillfactors: required_elements(fillfactors, "fillfactors"),
         options: &options,
         max_duration_s: settings::max_bench_duration_s(),
     })
     .or_raise();
     experiment::start(e)
-}
-
-fn int_list(v: Option<Vec<Option<i32>>>, what: &str) -> Vec<i32> {
-    required(v, what)
-        .into_iter()
-        .map(|x| x.unwrap_or_else(|| invalid(format!("{what} must not contain NULL")).raise()))
-        .collect()
 }
 
 /// Continues an experiment that failed (its worker died, the server

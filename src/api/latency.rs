@@ -5,7 +5,7 @@
 
 use pgrx::prelude::*;
 
-use crate::ops::error::{invalid, required, spi, Error, OrRaise, Raise, SqlState};
+use crate::ops::error::{invalid, required_elements, spi, Error, OrRaise, Raise, SqlState};
 use storlab_core::report::latency::{self, Merged};
 
 /// The stored histograms of `ids` in `table`; an id with no row is an error.
@@ -52,20 +52,6 @@ fn rows(percentiles: &[f64], merged: Result<Merged, Error>) -> Vec<(f64, Option<
         .collect()
 }
 
-fn id_list(ids: Option<Vec<Option<i64>>>, what: &str) -> Vec<i64> {
-    required(ids, what)
-        .into_iter()
-        .map(|id| id.unwrap_or_else(|| invalid(format!("{what} must not contain NULL")).raise()))
-        .collect()
-}
-
-fn percentile_list(percentiles: Option<Vec<Option<f64>>>) -> Vec<f64> {
-    required(percentiles, "percentiles")
-        .into_iter()
-        .map(|p| p.unwrap_or_else(|| invalid("percentiles must not contain NULL").raise()))
-        .collect()
-}
-
 /// Latency percentiles (microseconds) of the given probes' operations taken
 /// together, e.g. every repetition of one workload on one tablespace.
 #[pg_extern(stable, parallel_safe)]
@@ -81,8 +67,8 @@ fn probe_latency(
         name!(samples, i64),
     ),
 > {
-    let ids = id_list(probe_ids, "probe_ids");
-    let percentiles = percentile_list(percentiles);
+    let ids = required_elements(probe_ids, "probe_ids");
+    let percentiles = required_elements(percentiles, "percentiles");
     let blobs = histograms("probes", "probe", &ids);
     TableIterator::new(rows(
         &percentiles,
@@ -106,8 +92,8 @@ fn run_latency(
         name!(samples, i64),
     ),
 > {
-    let ids = id_list(run_ids, "run_ids");
-    let percentiles = percentile_list(percentiles);
+    let ids = required_elements(run_ids, "run_ids");
+    let percentiles = required_elements(percentiles, "percentiles");
     let blobs = histograms("bench_runs", "run", &ids);
     TableIterator::new(rows(
         &percentiles,

@@ -5,14 +5,11 @@
 
 use pgrx::prelude::*;
 
-use crate::ops::error::{invalid, required, Error, OrRaise, Raise, SqlState};
+use crate::ops::error::{invalid, required_elements, Error, OrRaise, Raise, SqlState};
 use storlab_core::report::samples::compare;
 
 fn values(v: Option<Vec<Option<f64>>>, what: &str) -> Vec<f64> {
-    let v: Vec<f64> = required(v, what)
-        .into_iter()
-        .map(|x| x.unwrap_or_else(|| invalid(format!("{what} must not contain NULL")).raise()))
-        .collect();
+    let v = required_elements(v, what);
     if v.is_empty() {
         invalid(format!("{what} must hold at least one value")).raise();
     }

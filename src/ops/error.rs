@@ -73,6 +73,15 @@ pub fn required<T>(value: Option<T>, what: &str) -> T {
     })
 }
 
+/// A SQL array argument that must not be NULL (22004) nor hold a NULL
+/// (22023, naming the argument).
+pub fn required_elements<T>(value: Option<Vec<Option<T>>>, what: &str) -> Vec<T> {
+    required(value, what)
+        .into_iter()
+        .map(|x| x.unwrap_or_else(|| raise(invalid(format!("{what} must not contain NULL")))))
+        .collect()
+}
+
 /// `error.raise()`: the error type lives in the pure core, which knows
 /// nothing of ereport, so raising it is a trait of this crate.
 pub trait Raise {
