@@ -84,13 +84,10 @@ SELECT jsonb_array_length(detail->'pgbench_progress') BETWEEN 1 AND 2 AS progres
   FROM storlab.jobs WHERE id = :run_id;
 
 -- Bad input: a clear error and its SQLSTATE; no job is created.
-CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE 'SELECT ' || call;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- pg_temp.error_of(call): what a call raises, as 'SQLSTATE: message' (sql/lib/helpers.sql)
+\set ECHO none
+\i sql/lib/helpers.sql
+\set ECHO all
 SELECT count(*) AS jobs_before FROM storlab.jobs \gset
 SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.bench_start('no-such-script')$$),

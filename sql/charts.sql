@@ -67,13 +67,10 @@ SELECT strpos(storlab.chart_svg('profile', title => 'RAM & disk <lab>'), 'RAM &a
 
 -- Bad input: an unknown kind or a missing id is an error, never an empty
 -- picture; so is a stored row with nothing to draw.
-CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE 'SELECT ' || call;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- pg_temp.error_of(call): what a call raises, as 'SQLSTATE: message' (sql/lib/helpers.sql)
+\set ECHO none
+\i sql/lib/helpers.sql
+\set ECHO all
 SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.chart_svg('pie')$$),
   ($$storlab.chart_svg(NULL)$$),

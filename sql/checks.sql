@@ -48,13 +48,10 @@ SELECT tablespace, workload, metric, regressed, description
   FROM storlab.regressions('regress', duration => '300 ms', repetitions => 3);
 
 -- Bad input: a clear error and its SQLSTATE.
-CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE 'SELECT count(*) FROM ' || call;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- pg_temp.error_of(call): what a call raises, as 'SQLSTATE: message' (sql/lib/helpers.sql)
+\set ECHO none
+\i sql/lib/helpers.sql
+\set ECHO all
 SELECT count(*) AS probes_before FROM storlab.probes \gset
 SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.check('lab_ram', 'randread', 'latency', '<', 1)$$),

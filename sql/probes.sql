@@ -91,13 +91,10 @@ SELECT c2.randread_p99_us = c.randread_p99_us AS same_randread_figure
   FROM cmp c JOIN cmp2 c2 USING (tablespace) WHERE tablespace = 'lab_disk';
 
 -- Bad input: a clear error with its SQLSTATE, and nothing left behind.
-CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE 'SELECT ' || call;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- pg_temp.error_of(call): what a call raises, as 'SQLSTATE: message' (sql/lib/helpers.sql)
+\set ECHO none
+\i sql/lib/helpers.sql
+\set ECHO all
 SELECT count(*) AS probes_before FROM storlab.probes \gset
 SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.probe('no_such_tablespace')$$),

@@ -52,13 +52,10 @@ SELECT tablespace, randread_iops > 0 AS one_reader, randread_iops_qd32 > 0 AS qu
 RESET client_min_messages;
 
 -- Bad input: 22023, and nothing stored.
-CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE 'SELECT ' || call;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- pg_temp.error_of(call): what a call raises, as 'SQLSTATE: message' (sql/lib/helpers.sql)
+\set ECHO none
+\i sql/lib/helpers.sql
+\set ECHO all
 SELECT count(*) AS probes_before FROM storlab.probes \gset
 SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.probe('lab_ram', iodepth => 0)$$),

@@ -147,13 +147,10 @@ SELECT count(*) - :relocations_before AS recorded, (SELECT tablespace FROM storl
   FROM storlab.relocations;
 
 -- Bad input: a clear error and its SQLSTATE.
-CREATE FUNCTION pg_temp.error_of(call text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE 'SELECT count(*) FROM ' || call;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- pg_temp.error_of(call): what a call raises, as 'SQLSTATE: message' (sql/lib/helpers.sql)
+\set ECHO none
+\i sql/lib/helpers.sql
+\set ECHO all
 CREATE VIEW shop.v AS SELECT 1 AS x;
 CREATE SEQUENCE shop.s;
 SELECT call, pg_temp.error_of(call) AS error FROM (VALUES

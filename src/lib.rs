@@ -78,6 +78,80 @@ fn keep_backtraces_out_of_errors() {
 mod tests {
     use pgrx::prelude::*;
 
+    /// The core's quoting says what the server's says: every keyword this
+    /// server knows, awkward names, and literals. (The later majors'
+    /// keywords, which the core quotes and 15 does not, are the one
+    /// deliberate difference.)
+    #[pg_test]
+    fn core_quoting_matches_quote_ident_and_quote_literal() {
+        use storlab_core::sql_text::{ident, literal, qualified, quoted_for_later_majors_only};
+        let keywords: Vec<String> = Spi::connect(|c| {
+            c.select(
+                "SELECT word::text FROM pg_catalog.pg_get_keywords()",
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| r.get::<String>(1).unwrap().unwrap())
+            .collect()
+        });
+        assert!(keywords.len() > 400, "{} keywords", keywords.len());
+        let awkward = [
+            "",
+            "lab_ram",
+            "LabRam",
+            "MixedCase",
+            "with space",
+            "idx \"quoted\"",
+            "\"",
+            "'",
+            "it's",
+            "back\\slash",
+            "café",
+            "日本",
+            "1st",
+            "_x",
+            "a1",
+            "a$b",
+            "x;DROP TABLE t",
+            "Select",
+            "user_",
+            "pg_default",
+            "json_tablex",
+            "system_users",
+        ];
+        let names: Vec<String> = keywords
+            .iter()
+            .cloned()
+            .chain(awkward.iter().map(|s| s.to_string()))
+            .collect();
+        let mut compared = 0;
+        for name in &names {
+            let theirs = Spi::get_one_with_args::<String>(
+                "SELECT pg_catalog.quote_ident($1)",
+                &[name.as_str().into()],
+            )
+            .unwrap()
+            .unwrap();
+            if quoted_for_later_majors_only(name) {
+                assert_eq!(ident(name), format!("\"{name}\""), "{name:?}");
+            } else {
+                assert_eq!(ident(name), theirs, "quote_ident({name:?})");
+                compared += 1;
+            }
+            let lit = Spi::get_one_with_args::<String>(
+                "SELECT pg_catalog.quote_literal($1)",
+                &[name.as_str().into()],
+            )
+            .unwrap()
+            .unwrap();
+            assert_eq!(literal(name), lit, "quote_literal({name:?})");
+        }
+        assert!(compared >= keywords.len(), "{compared}");
+        let q = Spi::get_one::<String>("SELECT pg_catalog.format('%I.%I', 'Odd Schema', 'user')");
+        assert_eq!(Ok(Some(qualified("Odd Schema", "user"))), q);
+    }
+
     #[pg_test]
     fn tablespaces_lists_default_and_wal() {
         let kinds: Vec<(String, String)> = Spi::connect(|c| {

@@ -13,6 +13,7 @@
 //! - `advice`, `chart`: what storlab recommends and draws, from plain figures
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
 //! - `hdr`: HdrHistogram encoding and merging
+//! - `sql_text`: identifiers and literals quoted as PostgreSQL quotes them
 //! - `stats`: summaries, Welch's test and the one significance rule (a leaf)
 
 pub mod advice;
@@ -25,4 +26,5 @@ pub mod probe;
 pub mod relocate;
 pub mod report;
 pub mod request;
+pub mod sql_text;
 pub mod stats;

@@ -23,10 +23,10 @@ use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::env;
-use storlab_core::pgbench::scripts::quote_ident;
 use storlab_core::report::experiment::{placement_sentence, Expected, Observation};
 use storlab_core::request::bench::BenchInit;
 use storlab_core::request::experiment::{pgoptions, session_settings, Experiment, Step};
+use storlab_core::sql_text::{ident, literal};
 
 /// What is already stored for the experiment (a resumed one has some).
 struct Done {
@@ -397,8 +397,8 @@ fn tables_whole(scale: i32, fillfactor: i32) -> bool {
     if as_caller(|| Ok(check_pgbench_tables_complete(&schema))).is_err() {
         return false;
     }
-    let s = quote_ident(&schema);
-    let accounts = format!("{s}.pgbench_accounts").replace('\'', "''");
+    let s = ident(&schema);
+    let accounts = literal(&format!("{s}.pgbench_accounts"));
     as_caller(|| {
         Spi::get_one::<bool>(&format!(
             "SELECT pg_catalog.to_regclass('{s}.storlab_bench_append') IS NOT NULL
@@ -406,7 +406,7 @@ fn tables_whole(scale: i32, fillfactor: i32) -> bool {
                 AND (SELECT pg_catalog.count(*) FROM {s}.pgbench_accounts) = {scale}::int8 * 100000
                 AND coalesce((SELECT o.option_value::int FROM pg_catalog.pg_class c,
                                      pg_catalog.pg_options_to_table(c.reloptions) o
-                               WHERE c.oid = '{accounts}'::regclass AND o.option_name = 'fillfactor'), 100) = {fillfactor}"
+                               WHERE c.oid = {accounts}::regclass AND o.option_name = 'fillfactor'), 100) = {fillfactor}"
         ))
     })
     .unwrap_or(false)
@@ -417,7 +417,7 @@ fn tables_whole(scale: i32, fillfactor: i32) -> bool {
 /// layout, while ANALYZE reads 30,000 random pages of it (default statistics
 /// target): two and a half minutes on a 200-IOPS disk, before every run.
 fn vacuum_analyze(job: &Job, dir: &Path) -> Result<(), JobEnd> {
-    let s = quote_ident(&run::pgbench_schema()?);
+    let s = ident(&run::pgbench_schema()?);
     // two commands: VACUUM refuses to run inside a multi-statement string
     let accounts = format!("VACUUM {s}.pgbench_accounts");
     let small =

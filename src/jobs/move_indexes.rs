@@ -27,6 +27,7 @@ use crate::ops::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::pgbench::Connection;
 use storlab_core::request::bench::MoveIndexes;
+use storlab_core::sql_text::ident;
 
 /// What the job is about to do, as stored in its detail (key `plan`).
 #[derive(Debug, Serialize, Deserialize)]
@@ -63,7 +64,7 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
         indexes: indexes_elsewhere(relation, &r.tablespace),
     };
     store_detail(job, serde_json::json!({ "plan": plan }));
-    let quoted_ts = quote_ident(&r.tablespace);
+    let quoted_ts = ident(&r.tablespace);
     // the REINDEX's own session, found by name when it must be cancelled
     let tag = format!("storlab job {} (online index move)", job.id);
     for index in &plan.indexes {
@@ -193,7 +194,7 @@ pub(super) fn recover(job: &Job, r: &MoveIndexes, dir: &Path) -> String {
     .and_then(|j| serde_json::from_value(j.0).ok());
     let mut recorded = 0;
     if let Some(plan) = &plan {
-        let quoted_ts = quote_ident(&r.tablespace);
+        let quoted_ts = ident(&r.tablespace);
         let note = format!(
             "{NOTE}; it completed before a server restart interrupted the job, whose worker recorded it after the restart (duration and WAL unknown)"
         );
@@ -224,13 +225,6 @@ fn reindex(quoted_ts: &str, index: &Planned) -> String {
         "REINDEX (TABLESPACE {quoted_ts}) INDEX CONCURRENTLY {}",
         index.name
     )
-}
-
-fn quote_ident(name: &str) -> String {
-    as_caller(|| {
-        Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[name.into()])
-    })
-    .unwrap_or_default()
 }
 
 /// The table's indexes not yet in `to`, with their tablespace and size.

@@ -14,13 +14,13 @@ use crate::ops::jobs::check_pgbench_tables_complete;
 use crate::ops::server::data_dir;
 use crate::sqltypes::Name;
 use storlab_core::pgbench::process::{self, Outcome};
-use storlab_core::pgbench::scripts::quote_ident;
 use storlab_core::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
 use storlab_core::report::experiment::{
     disagreement, wal_tablespace, Expected, Observation, WalPlace,
 };
 use storlab_core::request::bench::{BenchInit, BenchRun};
 use storlab_core::request::job::JobSpec;
+use storlab_core::sql_text::{ident, literal};
 
 pub enum JobEnd {
     Stopped(String),
@@ -222,7 +222,7 @@ fn session_settings(
     }
     let list = names
         .iter()
-        .map(|n| format!("'{}'", n.replace('\'', "''")))
+        .map(|n| literal(n))
         .collect::<Vec<_>>()
         .join(", ");
     // the caller's own session: every name qualified, whatever its search_path
@@ -394,7 +394,7 @@ pub(super) fn init(job: &Job, r: &BenchInit, dir: &Path) -> Result<(), JobEnd> {
     // storlab's insert-append script appends to a table of its own, made
     // by the caller beside pgbench's tables (in the schema pgbench -i chose;
     // the DDL names no function, and runs as the caller)
-    let schema = quote_ident(&pgbench_schema()?);
+    let schema = ident(&pgbench_schema()?);
     let ddl = format!(
         "SET LOCAL search_path TO {schema}, pg_catalog;\n{}",
         pgbench::scripts::append_table_ddl(o.tablespace.as_deref(), o.index_tablespace.as_deref())
@@ -478,11 +478,12 @@ pub(super) fn pg_stat_statements_schema() -> Option<String> {
     bookkeeping(|| {
         Spi::get_one::<String>(
             // a scalar subquery: one row (NULL) when the extension is absent
-            "SELECT (SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+            "SELECT (SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                       WHERE e.extname = 'pg_stat_statements'
                         AND current_setting('shared_preload_libraries') ~ '(^|[ ,])pg_stat_statements($|[ ,])')",
         )
     })
+    .map(|schema| ident(&schema))
 }
 
 /// pg_stat_statements' counters per statement, when the extension is
@@ -525,8 +526,8 @@ pub(super) fn bench(
     let schema = pgbench_schema()?;
     // checked again here: an initialisation may have failed since the call
     as_caller(|| Ok(check_pgbench_tables_complete(&schema)))?;
-    let quoted = quote_ident(&schema);
-    let accounts = format!("{quoted}.pgbench_accounts").replace('\'', "''");
+    let quoted = ident(&schema);
+    let accounts = literal(&format!("{quoted}.pgbench_accounts"));
     let (scale, fillfactor) = as_caller(|| {
         Spi::get_two::<i32, i32>(&format!(
             // a partitioned pgbench_accounts has no storage and no
@@ -536,9 +537,9 @@ pub(super) fn bench(
                                        WHERE o.option_name = 'fillfactor'), 100)
                        FROM pg_catalog.pg_class c
                       WHERE c.relkind = 'r'
-                        AND (c.oid = '{accounts}'::regclass
+                        AND (c.oid = {accounts}::regclass
                              OR c.oid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i
-                                           WHERE i.inhparent = '{accounts}'::regclass))
+                                           WHERE i.inhparent = {accounts}::regclass))
                       ORDER BY c.relname LIMIT 1)",
         ))
     });

@@ -206,8 +206,8 @@ pub fn take_baseline(
     let Some(id) = id else {
         Error::new(SqlState::DuplicateObject, format!("baseline \"{label}\" already exists"))
             .with_hint(format!(
-                "Take it under another label, or remove the old one first: DELETE FROM storlab.baselines WHERE label = '{}'",
-                label.replace('\'', "''")
+                "Take it under another label, or remove the old one first: DELETE FROM storlab.baselines WHERE label = {}",
+                storlab_core::sql_text::literal(&label)
             ))
             .raise()
     };

@@ -213,13 +213,6 @@ pub fn check_target(tablespace: &str) -> Result<String, Error> {
     }
 }
 
-fn quote_ident(s: &str) -> String {
-    Spi::get_one_with_args::<String>("SELECT pg_catalog.quote_ident($1)", &[s.into()])
-        .ok()
-        .flatten()
-        .expect("quote_ident of a string")
-}
-
 /// One step of a plan: a relation and where it goes.
 struct Step {
     rel: Rel,
@@ -465,8 +458,12 @@ fn execute(
             }
             (rel, Some(waited))
         };
-        let sql = statement(rel.kind, &rel.qualified, &quote_ident(&s.to))
-            .expect("plans hold movable kinds only");
+        let sql = statement(
+            rel.kind,
+            &rel.qualified,
+            &storlab_core::sql_text::ident(&s.to),
+        )
+        .expect("plans hold movable kinds only");
         let (duration, lock_wait, wal) = match waited {
             None => (None, None, None),
             Some(waited) => {

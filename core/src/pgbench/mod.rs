@@ -17,8 +17,6 @@
 //! - `tx_log`: the per-transaction log; `log_dir` finds a run's
 //!   per-thread files and merges them.
 //! - `interval`: the per-second row a run's timeline is made of.
-//! - `tx_histogram`: latency histogram (µs in, ms out) with percentiles
-//!   and a bytea encoding.
 //! - `error`: `PgbenchError`.
 
 mod bench_options;
@@ -32,7 +30,6 @@ pub mod process;
 pub mod scripts;
 mod stderr;
 mod summary;
-mod tx_histogram;
 mod tx_log;
 
 #[cfg(test)]
@@ -40,6 +37,7 @@ mod live_test;
 #[cfg(test)]
 mod test_support;
 
+pub use crate::hdr::{LatencyPercentiles, TxHistogram};
 pub use bench_options::{BenchOptions, Protocol};
 pub use connection::Connection;
 pub use error::PgbenchError;
@@ -51,5 +49,4 @@ pub use stderr::{
     cause_first, parse_init_timings, parse_stderr, InitTimings, ProgressRow, StderrReport,
 };
 pub use summary::{parse_summary, Summary};
-pub use tx_histogram::{LatencyPercentiles, TxHistogram, TxHistogramError};
 pub use tx_log::{parse_tx_line, FailureKind, TxLogFormat, TxLogStats, TxOutcome, TxRecord};

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use crate::sql_text;
+
 /// Where a script's text comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScriptSource {
@@ -80,22 +82,25 @@ pub fn append_table_ddl(tablespace: Option<&str>, index_tablespace: Option<&str>
     if let Some(ts) = tablespace {
         sql.push_str(&format!(
             "ALTER TABLE {APPEND_TABLE_NAME} SET TABLESPACE {};\n",
-            quote_ident(ts)
+            sql_text::ident(ts)
         ));
     }
     if let Some(ts) = index_tablespace {
         for index in APPEND_TABLE_INDEXES {
             sql.push_str(&format!(
                 "ALTER INDEX {index} SET TABLESPACE {};\n",
-                quote_ident(ts)
+                sql_text::ident(ts)
             ));
         }
     }
     sql
 }
 
-/// PostgreSQL's quoting of an identifier: always quoted, so that a name in
-/// any case or with any character means exactly that object.
+/// An identifier always in double quotes. Only the advice's
+/// `ALTER TABLESPACE` text still uses it (its expected output shows
+/// `"pg_default"`); everything else quotes with [`sql_text::ident`], and so
+/// should the advice once it moves into the core, when this goes.
+#[doc(hidden)]
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
@@ -311,11 +316,14 @@ mod tests {
     #[test]
     fn append_table_ddl_moves_to_quoted_tablespaces() {
         let sql = append_table_ddl(Some("Fast \"ssd\""), Some("idx"));
+        // quoted as quote_ident quotes: only when the name needs it
         assert!(
             sql.contains("ALTER TABLE storlab_bench_append SET TABLESPACE \"Fast \"\"ssd\"\"\";\n")
         );
-        assert!(sql.contains("ALTER INDEX storlab_bench_append_pkey SET TABLESPACE \"idx\";\n"));
-        assert!(sql.contains("ALTER INDEX storlab_bench_append_aid_idx SET TABLESPACE \"idx\";\n"));
+        assert!(sql.contains("ALTER INDEX storlab_bench_append_pkey SET TABLESPACE idx;\n"));
+        assert!(sql.contains("ALTER INDEX storlab_bench_append_aid_idx SET TABLESPACE idx;\n"));
+        let keyword = append_table_ddl(Some("user"), None);
+        assert!(keyword.contains("ALTER TABLE storlab_bench_append SET TABLESPACE \"user\";\n"));
         // The moves come after the table exists.
         assert!(sql.find("CREATE TABLE").unwrap() < sql.find("ALTER TABLE").unwrap());
         let only_index = append_table_ddl(None, Some("idx"));

@@ -26,7 +26,7 @@ use std::io::BufRead;
 
 use super::error::PgbenchError;
 use super::interval::{latency_ms, IntervalRow};
-use super::tx_histogram::TxHistogram;
+use super::TxHistogram;
 
 /// Which optional columns the log has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

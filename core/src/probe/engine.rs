@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use super::caller::Caller;
 use super::error::ProbeError;
-use super::histogram::Histogram;
 use super::io_engine::{IoEngine, MAX_IODEPTH};
 use super::precision::{Sampler, MAX_PRECISION_PCT, MIN_PRECISION_PCT};
 use super::progress::Progress;
@@ -23,6 +22,7 @@ use super::start_gate::StartGate;
 use super::sync_method::SyncMethod;
 use super::worker::Worker;
 use super::workload::Workload;
+use super::Histogram;
 
 /// More threads than this measure the scheduler, not the disk, and a typo
 /// in SQL must not spawn a million threads inside a backend.

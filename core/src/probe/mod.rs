@@ -14,7 +14,8 @@
 //! - `offsets`: where each I/O lands (pure functions, tested directly).
 //! - `buffer`: page-aligned memory for O_DIRECT.
 //! - `scratch`: the scratch file's life cycle and stale-file cleanup.
-//! - `histogram`: latency histogram that survives a round trip through bytea.
+//! - `Histogram`: the latency histogram (nanoseconds), `crate::hdr`'s one
+//!   type in this unit.
 //! - `start_gate`: lets worker threads start the timed phase together.
 //! - `io_engine`, `ring`: psync or io_uring; one worker's ring and its
 //!   in-flight buffers.
@@ -28,7 +29,6 @@ mod buffer;
 mod caller;
 mod engine;
 mod error;
-mod histogram;
 mod io_engine;
 mod offsets;
 mod precision;
@@ -43,12 +43,12 @@ mod workload;
 #[cfg(test)]
 mod test_dirs;
 
+pub use crate::hdr::{HistogramError, ProbeHistogram as Histogram};
 pub use buffer::{AlignedBuf, BUFFER_ALIGN};
 pub use caller::Caller;
 pub use engine::{run_probe, ProbeResult, ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS};
 pub(crate) use error::parse_name;
 pub use error::ProbeError;
-pub use histogram::{Histogram, HistogramError};
 pub use io_engine::{IoEngine, MAX_IODEPTH};
 pub use offsets::{random_offset, worker_region, Region, SeqCursor};
 pub use precision::{ci95_pct, MAX_PRECISION_PCT, MIN_PRECISION_PCT};

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::histogram::Histogram;
+use super::Histogram;
 
 /// One worker's published state, on its own cache lines so that workers
 /// do not slow each other down by writing neighbouring counters.

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use super::buffer::AlignedBuf;
 use super::engine::ProbeSpec;
 use super::error::ProbeError;
-use super::histogram::Histogram;
 use super::io_engine::IoEngine;
 use super::offsets::{random_offset, worker_region, SeqCursor};
 use super::progress::{Progress, Tally};
@@ -26,6 +25,7 @@ use super::scratch::ScratchFile;
 use super::start_gate::StartGate;
 use super::sync_method::SyncMethod;
 use super::workload::Workload;
+use super::Histogram;
 
 /// How a worker moves its blocks; each engine owns only the memory it uses.
 enum Io {
