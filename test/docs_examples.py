@@ -51,7 +51,7 @@ PSQL = os.path.join(PG_BIN, 'psql')
 PAGES = (['README.md'] + sorted(glob.glob('docs/*.md', root_dir=ROOT)) + ['studies/README.md'])
 if os.environ.get('STORLAB_DOCS_PAGES'):  # e.g. STORLAB_DOCS_PAGES='README.md docs/relocate.md'
     PAGES = os.environ['STORLAB_DOCS_PAGES'].split()
-PARALLEL = int(os.environ.get('STORLAB_DOCS_PARALLEL', '4'))
+PARALLEL = int(os.environ.get('STORLAB_DOCS_PARALLEL', '8'))
 
 MARK = re.compile(r'^<!-- example: (not run|rows vary|exact)(?:: (.*?))? -->$')
 PROMPT = re.compile(r'^\w+[=\-(\'"]# ?')
