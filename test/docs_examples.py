@@ -33,8 +33,9 @@ Every fenced block of those pages is one of:
 Each page runs in a fresh database of its own (storlab_docs_<page>), with
 the extension created (README.md creates it itself) and then
 test/docs/<page>.setup.sql if there is one (the tables and stored results
-its examples read, and job ids set to the ones the page shows); pages run a
-few at a time. Probes' scratch files are kept small
+its examples read, and job ids set to the ones the page shows); a block
+marked `<!-- example: setup: FILE -->` has FILE run right before it. Pages
+run at the same time (STORLAB_DOCS_PARALLEL, 8). Probes' scratch files are kept small
 (storlab.suite_file_size = 16MB): figures change, shapes do not.
 """
 import concurrent.futures
@@ -53,7 +54,7 @@ if os.environ.get('STORLAB_DOCS_PAGES'):  # e.g. STORLAB_DOCS_PAGES='README.md d
     PAGES = os.environ['STORLAB_DOCS_PAGES'].split()
 PARALLEL = int(os.environ.get('STORLAB_DOCS_PARALLEL', '8'))
 
-MARK = re.compile(r'^<!-- example: (not run|rows vary|exact)(?:: (.*?))? -->$')
+MARK = re.compile(r'^<!-- example: (not run|rows vary|exact|setup)(?:: (.*?))? -->$')
 PROMPT = re.compile(r'^\w+[=\-(\'"]# ?')
 KEYWORD = re.compile(r'^(SELECT|WITH|CALL|CREATE|ALTER|COMMENT|INSERT|UPDATE|DELETE|DROP|SET|RESET|'
                      r'BEGIN|COMMIT|ROLLBACK|VACUUM|ANALYZE|CHECKPOINT|TABLE|EXPLAIN|GRANT|REVOKE|'
@@ -82,6 +83,8 @@ def blocks(page):
         if m:
             if m.group(1) in ('not run', 'rows vary') and not (m.group(2) or '').strip():
                 problems.append('%s:%d: marker without a reason' % (page, i + 1))
+            if m.group(1) == 'setup' and not os.path.isfile(os.path.join(ROOT, (m.group(2) or '').strip())):
+                problems.append('%s:%d: no setup file %r' % (page, i + 1, m.group(2)))
             pending[m.group(1)] = m.group(2) or ''
         elif lines[i].startswith('```'):
             j = i + 1
@@ -266,6 +269,8 @@ def run_page(page, examples):
     if os.path.exists(os.path.join(ROOT, setup)):
         script.append('\\echo @@docs setup\n\\i %s' % setup)
     for b, items in examples:
+        if 'setup' in b.marks:
+            script.append('\\echo @@docs setup\n\\i %s' % b.marks['setup'].strip())
         for k, (stmt, out) in enumerate(items):
             expanded = any(l.startswith('-[ RECORD') for l in out)
             chunk = '\\echo @@docs %d %d\n' % (len(plan), k)
@@ -303,7 +308,7 @@ def run_page(page, examples):
             outputs[cur].append(l)
     results = []
     if (-1, 0) in errors:
-        results.append((None, ['%s: %s' % (setup, e) for e in errors[(-1, 0)]]))
+        results.append((None, ['setup: %s' % e for e in errors[(-1, 0)]]))
     for bi, (b, items) in enumerate(examples):
         problems = []
         for k, (stmt, out) in enumerate(items):
