@@ -3,7 +3,7 @@
 -- values per argument: NULL in each position, zero, negative, huge, empty
 -- and 10 kB strings, names with quotes, semicolons, spaces and non-ASCII,
 -- objects that do not exist, objects of the wrong kind. Every call either
--- works or fails with a SQLSTATE the README documents for that function
+-- works or fails with a SQLSTATE docs/errors.md documents for that function
 -- (its table "Errors and their SQLSTATEs"); never XX000,
 -- never a crash (the postmaster's start time is unchanged), never a
 -- leftover scratch file, job or relocation row. (The three procedures
@@ -135,7 +135,7 @@ SELECT pg_temp.run_calls(current_user);
 SELECT pg_temp.run_calls('matrix_executor');
 SELECT pg_temp.run_calls('matrix_nobody');
 
--- What the README documents, per function (its table "Errors and their
+-- What docs/errors.md documents, per function (its table "Errors and their
 -- SQLSTATEs", read by test/documented_errors), and for every function: a
 -- cancel, EXECUTE not granted, and what PostgreSQL raises for a literal
 -- before storlab sees it. P0001 marks a call that worked.
@@ -145,12 +145,12 @@ INSERT INTO documented SELECT DISTINCT d.proname, s
   FROM documented d, unnest('{P0001,57014,42501,22P02,22003,22007,22008,42P01}'::text[]) s;
 SELECT is((SELECT string_agg(DISTINCT c.proname, ', ') FROM calls c
             WHERE NOT EXISTS (SELECT FROM documented d WHERE d.proname = c.proname)),
-          NULL, 'every function has its row in the README''s table of SQLSTATEs');
+          NULL, 'every function has its row in the table of SQLSTATEs of docs/errors.md');
 SELECT is((SELECT string_agg(format('%s -> %s %s', o.call, o.state, left(o.message, 100)), E'\n' ORDER BY o.call)
              FROM outcomes o JOIN calls c USING (call)
             WHERE EXISTS (SELECT FROM documented d WHERE d.proname = c.proname)
               AND NOT EXISTS (SELECT FROM documented d WHERE d.proname = c.proname AND d.state = o.state)),
-          NULL, 'every call works or fails with a SQLSTATE the README documents for its function');
+          NULL, 'every call works or fails with a SQLSTATE docs/errors.md documents for its function');
 SELECT is((SELECT count(*) FROM outcomes WHERE state = 'XX000'), 0::bigint, 'none is an internal error');
 SELECT is((SELECT string_agg(format('%s -> %s %s', o.call, o.state, left(o.message, 100)), E'\n' ORDER BY o.call)
              FROM outcomes o
