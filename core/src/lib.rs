@@ -13,6 +13,7 @@
 //! - `advice`, `chart`: what storlab recommends and draws, from plain figures
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
 //! - `hdr`: HdrHistogram encoding and merging
+//! - `record`: storlab's own rows as structs, written by column name
 //! - `stats`: summaries, Welch's test and the one significance rule (a leaf)
 
 pub mod advice;
@@ -22,6 +23,7 @@ pub mod error;
 pub mod hdr;
 pub mod pgbench;
 pub mod probe;
+pub mod record;
 pub mod relocate;
 pub mod report;
 pub mod request;
