@@ -16,6 +16,7 @@ use super::jobs;
 use super::relocate::check_target;
 use super::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
+use storlab_core::record::{ExperimentRecord, Record};
 use storlab_core::request::experiment::{Experiment, Placement};
 use storlab_core::request::job::JobSpec;
 
@@ -67,17 +68,18 @@ pub fn start(mut e: Experiment) -> i64 {
             );
         }
     }
+    let record = ExperimentRecord {
+        id,
+        name,
+        steps_total,
+        current_action: Some("queued".into()),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+    };
     as_owner(|| {
         Spi::run_with_args(
-            "INSERT INTO storlab.experiment_records (id, name, steps_total, current_action, system_identifier, hostname)
-             VALUES ($1, $2, $3, 'queued', $4, $5)",
-            &[
-                id.into(),
-                name.into(),
-                steps_total.into(),
-                system_identifier().into(),
-                hostname().into(),
-            ],
+            &ExperimentRecord::insert_sql(&[]),
+            &[pgrx::JsonB(record.to_json()).into()],
         )
     })
     .map_err(spi("recording the experiment"))

@@ -252,7 +252,8 @@ mod tests {
         assert_eq!(d.db_blks_read, None);
         assert_eq!(before.delta(&none), RunCounters::default());
         // keys a server does not give are NULLs, not errors
-        let partial: Counters = serde_json::from_value(json!({"wal_bytes": 5, "blks_read": null})).unwrap();
+        let partial: Counters =
+            serde_json::from_value(json!({"wal_bytes": 5, "blks_read": null})).unwrap();
         assert_eq!(partial.wal_bytes, Some(5));
         assert_eq!(partial.blks_read, None);
     }
@@ -322,12 +323,34 @@ mod tests {
         assert_eq!(
             RunResult::columns(),
             [
-                "tps", "transactions", "failures", "lat_avg_ms", "lat_stddev_ms", "lat_p50_ms", "lat_p90_ms",
-                "lat_p95_ms", "lat_p99_ms", "lat_max_ms", "histogram", "pgbench_version", "observed", "invalid",
-                "server_wal_bytes", "server_wal_fpi", "server_wal_write", "server_wal_sync",
-                "server_wal_sync_time_ms", "server_checkpoints", "server_buffers_checkpoint",
-                "server_buffers_backend", "server_buffers_backend_fsync", "db_blks_read", "db_blks_hit",
-                "db_blk_read_time_ms", "db_blk_write_time_ms", "db_blks_read_by_tablespace",
+                "tps",
+                "transactions",
+                "failures",
+                "lat_avg_ms",
+                "lat_stddev_ms",
+                "lat_p50_ms",
+                "lat_p90_ms",
+                "lat_p95_ms",
+                "lat_p99_ms",
+                "lat_max_ms",
+                "histogram",
+                "pgbench_version",
+                "observed",
+                "invalid",
+                "server_wal_bytes",
+                "server_wal_fpi",
+                "server_wal_write",
+                "server_wal_sync",
+                "server_wal_sync_time_ms",
+                "server_checkpoints",
+                "server_buffers_checkpoint",
+                "server_buffers_backend",
+                "server_buffers_backend_fsync",
+                "db_blks_read",
+                "db_blks_hit",
+                "db_blk_read_time_ms",
+                "db_blk_write_time_ms",
+                "db_blks_read_by_tablespace",
                 "run_blks_read_by_tablespace"
             ]
         );
@@ -354,6 +377,9 @@ mod tests {
         assert_eq!(j["run_blks_read_by_tablespace"], serde_json::Value::Null);
         assert_eq!(j["invalid"], serde_json::Value::Null);
         assert_eq!(j["observed"]["start"], json!({"tables": {}}));
-        assert_eq!(RunResult::default().to_json()["histogram"], serde_json::Value::Null);
+        assert_eq!(
+            RunResult::default().to_json()["histogram"],
+            serde_json::Value::Null
+        );
     }
 }

@@ -33,6 +33,20 @@ impl Record for ExperimentProgress {
     const TABLE: &'static str = "storlab.experiment_records";
 }
 
+/// Where an experiment stopped because its next run needs pg_wal on the
+/// filesystem of `wal_needed` (a tablespace): it ends, and waits there
+/// until it is resumed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ExperimentWalStop {
+    pub current_step: i32,
+    pub current_action: Option<String>,
+    pub wal_needed: Option<String>,
+}
+
+impl Record for ExperimentWalStop {
+    const TABLE: &'static str = "storlab.experiment_records";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +70,13 @@ mod tests {
         for c in ["current_step", "created_at", "layout_applied", "wal_needed"] {
             assert!(!ExperimentRecord::columns().iter().any(|x| x == c), "{c}");
         }
-        assert_eq!(ExperimentProgress::columns(), ["current_step", "current_action"]);
+        assert_eq!(
+            ExperimentProgress::columns(),
+            ["current_step", "current_action"]
+        );
+        assert_eq!(
+            ExperimentWalStop::columns(),
+            ["current_step", "current_action", "wal_needed"]
+        );
     }
 }

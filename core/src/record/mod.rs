@@ -10,7 +10,8 @@
 //! - [`Counters`]: the server's cumulative counters a run reads at its start
 //!   and end; [`Counters::delta`] gives a run's [`RunCounters`]
 //! - [`RunResult`]: what a measured run stores in its storlab.bench_runs row
-//! - [`ExperimentRecord`]: an experiment's storlab.experiment_records row
+//! - [`ExperimentRecord`]: an experiment's storlab.experiment_records row,
+//!   [`ExperimentProgress`] and [`ExperimentWalStop`] what its job updates
 
 use serde::Serialize;
 
@@ -19,7 +20,7 @@ mod experiment;
 mod relocation;
 
 pub use counters::{Counters, RunCounters, RunResult};
-pub use experiment::{ExperimentProgress, ExperimentRecord};
+pub use experiment::{ExperimentProgress, ExperimentRecord, ExperimentWalStop};
 pub use relocation::Relocation;
 
 /// A row of one of storlab's tables, written by column name.
@@ -119,6 +120,7 @@ mod tests {
         plain::<RunResult>();
         plain::<ExperimentRecord>();
         plain::<ExperimentProgress>();
+        plain::<ExperimentWalStop>();
     }
 
     #[test]
@@ -142,10 +144,18 @@ mod tests {
              FROM pg_catalog.jsonb_populate_record(NULL::storlab.experiment_records, $1) AS p RETURNING r"
         );
         let sql = Relocation::insert_sql(&[("moved_at", "pg_catalog.clock_timestamp()")]);
-        assert!(sql.contains(", previous_relation, moved_at) SELECT "), "{sql}");
-        assert!(sql.contains(", p.previous_relation, pg_catalog.clock_timestamp() FROM "), "{sql}");
+        assert!(
+            sql.contains(", previous_relation, moved_at) SELECT "),
+            "{sql}"
+        );
+        assert!(
+            sql.contains(", p.previous_relation, pg_catalog.clock_timestamp() FROM "),
+            "{sql}"
+        );
         // the identity and the time are not the record's: their defaults apply
-        assert!(!Relocation::columns().iter().any(|c| c == "id" || c == "moved_at"));
+        assert!(!Relocation::columns()
+            .iter()
+            .any(|c| c == "id" || c == "moved_at"));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use super::Record;
 /// are not carried: a plan's row has neither.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Relocation {
-    /// one per call of move / apply_layout / restore_layout
-    pub batch_id: i64,
+    /// one per call of move / apply_layout / restore_layout; None in a plan
+    pub batch_id: Option<i64>,
     /// the relation's oid
     pub relation: u32,
     /// schema-qualified and quoted, as at move time
@@ -51,9 +51,23 @@ mod tests {
         assert_eq!(
             Relocation::columns(),
             [
-                "batch_id", "relation", "relation_name", "kind", "from_tablespace", "to_tablespace", "bytes",
-                "duration_s", "lock_wait_s", "wal_bytes", "statement", "moved_by", "label", "note",
-                "system_identifier", "hostname", "previous_relation"
+                "batch_id",
+                "relation",
+                "relation_name",
+                "kind",
+                "from_tablespace",
+                "to_tablespace",
+                "bytes",
+                "duration_s",
+                "lock_wait_s",
+                "wal_bytes",
+                "statement",
+                "moved_by",
+                "label",
+                "note",
+                "system_identifier",
+                "hostname",
+                "previous_relation"
             ]
         );
     }
@@ -61,7 +75,7 @@ mod tests {
     #[test]
     fn unknowns_are_nulls() {
         let r = Relocation {
-            batch_id: 7,
+            batch_id: Some(7),
             relation: 16_384,
             relation_name: "public.t".into(),
             kind: "table".into(),
