@@ -15,6 +15,11 @@ psql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 psql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
 psql -d "$db" >/dev/null <<'SQL'
 CREATE EXTENSION storlab;
+-- with pg_stat_statements preloaded, a run stores its top statements too
+SELECT pg_catalog.current_setting('shared_preload_libraries') ~ 'pg_stat_statements' AS pss \gset
+\if :pss
+CREATE EXTENSION pg_stat_statements;
+\endif
 CREATE TABLE shape_t (id int PRIMARY KEY, v text);
 INSERT INTO shape_t SELECT g, pg_catalog.repeat('x', 100) FROM pg_catalog.generate_series(1, 2000) g;
 CREATE TABLE shape_plan AS SELECT * FROM storlab.move('shape_t', 'lab_disk', dry_run => true);

@@ -19,6 +19,7 @@ use pgrx::JsonB;
 use super::run::{self, JobEnd};
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
+use crate::ops::record;
 use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::sqltypes::Name;
@@ -275,7 +276,7 @@ fn stop_for_wal(job: &Job, i: usize, needed: &str, why: &str) {
             wal_needed: Some(needed.to_string()),
         };
         Spi::run_with_args(
-            &ExperimentWalStop::update_sql("id", &[]),
+            &record::update_sql(&stop, "id", &[])?,
             &[job.id.into(), JsonB(stop.to_json()).into()],
         )
     });
@@ -327,7 +328,7 @@ fn progress(job: &Job, step: usize, action: &str) {
             current_action: Some(action.to_string()),
         };
         Spi::run_with_args(
-            &ExperimentProgress::update_sql("id", &[]),
+            &record::update_sql(&progress, "id", &[])?,
             &[job.id.into(), JsonB(progress.to_json()).into()],
         )
     });

@@ -23,6 +23,7 @@ use super::run::{
     connection, pg_stat_statements_schema, psql, psql_commands, store_detail, with_env, JobEnd,
 };
 use super::{as_caller, bookkeeping, Job};
+use crate::ops::record;
 use crate::ops::relocate::lock_holders;
 use crate::ops::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
@@ -341,7 +342,7 @@ fn record(
     };
     bookkeeping(|| {
         Spi::run_with_args(
-            &Relocation::insert_sql(&[("moved_at", "pg_catalog.clock_timestamp()")]),
+            &record::insert_sql(&record, &[("moved_at", "pg_catalog.clock_timestamp()")])?,
             &[JsonB(record.to_json()).into()],
         )
     });

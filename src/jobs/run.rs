@@ -11,6 +11,7 @@ use pgrx::JsonB;
 
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::check_pgbench_tables_complete;
+use crate::ops::record;
 use crate::ops::server::data_dir;
 use crate::sqltypes::Name;
 use storlab_core::pgbench::process::{self, Outcome};
@@ -715,16 +716,13 @@ pub(super) fn bench(
                   WHERE (a.value->>'calls')::bigint > coalesce((b.value->>'calls')::bigint, 0)
                   ORDER BY (a.value->>'total_ms')::numeric - coalesce((b.value->>'total_ms')::numeric, 0) DESC
                   LIMIT 10) t)";
-    let update = RunResult::update_sql(
-        "id",
-        &[
-            ("finished_at", "pg_catalog.clock_timestamp()"),
-            ("statements", statements_sql),
-        ],
-    );
+    let computed = [
+        ("finished_at", "pg_catalog.clock_timestamp()"),
+        ("statements", statements_sql),
+    ];
     bookkeeping(|| {
         Spi::run_with_args(
-            &update,
+            &record::update_sql(&result, "id", &computed)?,
             &[
                 run_id.into(),
                 JsonB(result.to_json()).into(),

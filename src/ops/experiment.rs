@@ -13,6 +13,7 @@ use pgrx::prelude::*;
 use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{self, as_owner};
 use super::jobs;
+use super::record;
 use super::relocate::check_target;
 use super::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
@@ -78,7 +79,7 @@ pub fn start(mut e: Experiment) -> i64 {
     };
     as_owner(|| {
         Spi::run_with_args(
-            &ExperimentRecord::insert_sql(&[]),
+            &record::insert_sql(&record, &[])?,
             &[pgrx::JsonB(record.to_json()).into()],
         )
     })

@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
-use pgrx::JsonB;
 use pgrx::AllocatedByRust;
+use pgrx::JsonB;
 
 use super::error::{invalid, raise, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{as_owner, caller};
 use super::jobs::pgbench_relations_free;
+use super::record;
 use super::server::{data_dir, hostname, system_identifier};
 use super::settings::min_free_bytes;
 use super::targets::resolve;
@@ -564,21 +565,24 @@ fn execute(
             hostname: hostname(),
             previous_relation: None,
         };
-        let query = if dry_run {
-            // The plan: the same row, not stored (no id or time).
-            Relocation::row_sql()
-        } else {
-            Relocation::insert_sql(&[("moved_at", "pg_catalog.clock_timestamp()")])
-        };
         let row = as_owner(|| {
-            Spi::connect_mut(|c| {
-                c.update(query.as_str(), None, &[JsonB(record.to_json()).into()])?
-                    .first()
-                    .get_one::<RelocationRow>()
-            })
-            .map_err(spi("recording a move"))
-            .or_raise()
-            .expect("one row")
+            let query = if dry_run {
+                // The plan: the same row, not stored (no id or time).
+                Ok(Relocation::row_sql())
+            } else {
+                record::insert_sql(&record, &[("moved_at", "pg_catalog.clock_timestamp()")])
+            };
+            query
+                .and_then(|query| {
+                    Spi::connect_mut(|c| {
+                        c.update(query.as_str(), None, &[JsonB(record.to_json()).into()])?
+                            .first()
+                            .get_one::<RelocationRow>()
+                    })
+                })
+                .map_err(spi("recording a move"))
+                .or_raise()
+                .expect("one row")
         });
         rows.push(row);
     }

@@ -44,11 +44,40 @@ pub trait Record: Serialize + Default {
         serde_json::to_value(self).expect("a record serializes to JSON")
     }
 
-    /// `INSERT` of the record given as jsonb in `$1`, by column name;
-    /// `computed` adds columns computed by SQL (`("moved_at",
-    /// "pg_catalog.clock_timestamp()")`). Returns the stored row (`r`).
-    fn insert_sql(computed: &[(&str, &str)]) -> String {
-        let mut cols = Self::columns();
+    /// The record's columns that `table_columns` (the installed table's)
+    /// has. A library runs under an install not updated yet, whose table
+    /// lacks the columns later releases added: such a column is left out
+    /// while the record holds NULL for it (the older schema has nowhere to
+    /// keep what it does not know of); a value for it is an error, with the
+    /// column named, since it would be lost.
+    fn columns_in(&self, table_columns: &[String]) -> Result<Vec<String>, crate::error::Error> {
+        let json = self.to_json();
+        let mut out = Vec::new();
+        for c in Self::columns() {
+            if table_columns.contains(&c) {
+                out.push(c);
+            } else if !json[c.as_str()].is_null() {
+                return Err(crate::error::Error::new(
+                    crate::error::SqlState::ObjectNotInPrerequisiteState,
+                    format!(
+                        "{} has no column {c} to store this record's value in",
+                        Self::TABLE
+                    ),
+                )
+                .with_hint(
+                    "ALTER EXTENSION storlab UPDATE brings the table to this library's release.",
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// `INSERT` of the record given as jsonb in `$1`, by column name, into
+    /// `columns` (of [`Record::columns_in`]); `computed` adds columns
+    /// computed by SQL (`("moved_at", "pg_catalog.clock_timestamp()")`).
+    /// Returns the stored row (`r`).
+    fn insert_sql(columns: &[String], computed: &[(&str, &str)]) -> String {
+        let mut cols: Vec<String> = columns.to_vec();
         let mut values: Vec<String> = cols.iter().map(|c| format!("p.{c}")).collect();
         for (c, v) in computed {
             cols.push(c.to_string());
@@ -63,12 +92,10 @@ pub trait Record: Serialize + Default {
     }
 
     /// `UPDATE` of the row whose `key` is `$1` with the record given as
-    /// jsonb in `$2`, by column name; `computed` as for [`Record::insert_sql`].
-    fn update_sql(key: &str, computed: &[(&str, &str)]) -> String {
-        let mut set: Vec<String> = Self::columns()
-            .iter()
-            .map(|c| format!("{c} = p.{c}"))
-            .collect();
+    /// jsonb in `$2`, by column name, of `columns` (of
+    /// [`Record::columns_in`]); `computed` as for [`Record::insert_sql`].
+    fn update_sql(columns: &[String], key: &str, computed: &[(&str, &str)]) -> String {
+        let mut set: Vec<String> = columns.iter().map(|c| format!("{c} = p.{c}")).collect();
         for (c, v) in computed {
             set.push(format!("{c} = {v}"));
         }
@@ -136,14 +163,17 @@ mod tests {
 
     #[test]
     fn insert_by_name_with_computed_columns() {
-        let sql = ExperimentRecord::insert_sql(&[]);
+        let sql = ExperimentRecord::insert_sql(&ExperimentRecord::columns(), &[]);
         assert_eq!(
             sql,
             "INSERT INTO storlab.experiment_records AS r (id, name, steps_total, current_action, system_identifier, hostname) \
              SELECT p.id, p.name, p.steps_total, p.current_action, p.system_identifier, p.hostname \
              FROM pg_catalog.jsonb_populate_record(NULL::storlab.experiment_records, $1) AS p RETURNING r"
         );
-        let sql = Relocation::insert_sql(&[("moved_at", "pg_catalog.clock_timestamp()")]);
+        let sql = Relocation::insert_sql(
+            &Relocation::columns(),
+            &[("moved_at", "pg_catalog.clock_timestamp()")],
+        );
         assert!(
             sql.contains(", previous_relation, moved_at) SELECT "),
             "{sql}"
@@ -160,11 +190,56 @@ mod tests {
 
     #[test]
     fn update_by_name() {
-        let sql = ExperimentProgress::update_sql("id", &[]);
+        let sql = ExperimentProgress::update_sql(&ExperimentProgress::columns(), "id", &[]);
         assert_eq!(
             sql,
             "UPDATE storlab.experiment_records AS r SET current_step = p.current_step, current_action = p.current_action \
              FROM pg_catalog.jsonb_populate_record(NULL::storlab.experiment_records, $2) AS p WHERE r.id OPERATOR(pg_catalog.=) $1"
+        );
+    }
+
+    /// An install not updated yet: storlab.relocations before 0.6.0 had no
+    /// previous_relation.
+    #[test]
+    fn a_table_without_a_later_column() {
+        let before_0_6: Vec<String> = Relocation::columns()
+            .into_iter()
+            .filter(|c| c != "previous_relation")
+            .chain(["id".to_string(), "moved_at".to_string()])
+            .collect();
+        let moved = Relocation {
+            relation: 1,
+            ..Default::default()
+        };
+        // a move records no previous relation: written without the column
+        assert_eq!(
+            moved.columns_in(&before_0_6).unwrap(),
+            before_0_6[..16].to_vec()
+        );
+        assert!(!moved
+            .columns_in(&before_0_6)
+            .unwrap()
+            .contains(&"previous_relation".to_string()));
+        // an online rebuild does: refused, not lost
+        let rebuilt = Relocation {
+            previous_relation: Some(16_384),
+            ..moved.clone()
+        };
+        let e = rebuilt.columns_in(&before_0_6).unwrap_err();
+        assert_eq!(
+            e.state,
+            crate::error::SqlState::ObjectNotInPrerequisiteState
+        );
+        assert!(
+            e.message
+                .contains("storlab.relocations has no column previous_relation"),
+            "{}",
+            e.message
+        );
+        // the current table: every column
+        assert_eq!(
+            rebuilt.columns_in(&Relocation::columns()).unwrap(),
+            Relocation::columns()
         );
     }
 
