@@ -7,16 +7,24 @@
 # the output of two builds is compared with diff to show that a change in
 # how rows are written left the stored rows as they were.
 #   test/record_shapes.sh > before.txt; (install the other build); test/record_shapes.sh > after.txt
+#   STORLAB_SHAPES_FROM=0.1.0  the extension is created at that release and
+#                              updated first (its tables' columns in another
+#                              order; test/dump_upgrade.sh installs the scripts)
+#   STORLAB_SHAPES_STATEMENTS=1  with pg_stat_statements (when preloaded)
 # Needs the lab (PGHOST, PGPORT, PGUSER: eval "$(scripts/lab env)").
 set -euo pipefail
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 db=storlab_record_shapes
 psql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 psql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
-psql -d "$db" >/dev/null <<'SQL'
-CREATE EXTENSION storlab;
+if [[ -n ${STORLAB_SHAPES_FROM:-} ]]; then
+  psql -d "$db" -c "CREATE EXTENSION storlab VERSION '$STORLAB_SHAPES_FROM'" -c "ALTER EXTENSION storlab UPDATE" >/dev/null
+else
+  psql -d "$db" -c "CREATE EXTENSION storlab" >/dev/null
+fi
+psql -d "$db" -v statements="${STORLAB_SHAPES_STATEMENTS:-0}" >/dev/null <<'SQL'
 -- with pg_stat_statements preloaded, a run stores its top statements too
-SELECT pg_catalog.current_setting('shared_preload_libraries') ~ 'pg_stat_statements' AS pss \gset
+SELECT :statements = 1 AND pg_catalog.current_setting('shared_preload_libraries') ~ 'pg_stat_statements' AS pss \gset
 \if :pss
 CREATE EXTENSION pg_stat_statements;
 \endif
