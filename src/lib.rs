@@ -217,6 +217,88 @@ mod tests {
         assert_eq!(recorded, Ok(Some(0)));
     }
 
+    /// Every record's fields are columns of its table as installed fresh:
+    /// a misspelt field would be left out of what is written.
+    #[pg_test]
+    fn every_record_field_is_a_column_of_its_table() {
+        use storlab_core::record::*;
+        fn check<R: Record>() {
+            let table = crate::ops::record::table_columns(R::TABLE).unwrap();
+            for c in R::columns() {
+                assert!(table.contains(&c), "{} has no column {c}", R::TABLE);
+            }
+        }
+        check::<Relocation>();
+        check::<RunResult>();
+        check::<ExperimentRecord>();
+        check::<ExperimentProgress>();
+        check::<ExperimentWalStop>();
+    }
+
+    fn a_relocation(previous: Option<u32>) -> storlab_core::record::Relocation {
+        storlab_core::record::Relocation {
+            batch_id: Some(41),
+            relation: 16_999,
+            relation_name: "public.\"T x\"".into(),
+            kind: "index".into(),
+            from_tablespace: "pg_default".into(),
+            to_tablespace: "pg_global".into(),
+            bytes: Some(8192),
+            duration_s: Some(0.125),
+            lock_wait_s: None,
+            wal_bytes: Some(123_456_789_012),
+            statement: "ALTER INDEX public.\"T x\" SET TABLESPACE pg_global".into(),
+            moved_by: "postgres".into(),
+            label: Some("by name".into()),
+            note: Some("a note".into()),
+            system_identifier: -7,
+            hostname: "here".into(),
+            previous_relation: previous,
+        }
+    }
+
+    fn write(r: &storlab_core::record::Relocation) -> Result<(), pgrx::spi::Error> {
+        use storlab_core::record::Record;
+        let sql =
+            crate::ops::record::insert_sql(r, &[("moved_at", "pg_catalog.clock_timestamp()")])?;
+        Spi::run_with_args(&sql, &[pgrx::JsonB(r.to_json()).into()])
+    }
+
+    /// A relocation written by name reads back as written; the identity
+    /// and the time are the table's.
+    #[pg_test]
+    fn a_relocation_is_written_by_name() {
+        write(&a_relocation(Some(16_998))).unwrap();
+        let row = Spi::get_one::<String>(
+            "SELECT concat_ws('|', batch_id, relation, relation_name, kind, from_tablespace, to_tablespace, bytes,
+                              duration_s, coalesce(lock_wait_s::text, 'NULL'), wal_bytes, statement, moved_by, label, note,
+                              system_identifier, hostname, previous_relation, id IS NOT NULL, moved_at IS NOT NULL)
+               FROM storlab.relocations",
+        );
+        assert_eq!(
+            row,
+            Ok(Some(
+                "41|16999|public.\"T x\"|index|pg_default|pg_global|8192|0.125|NULL|123456789012|ALTER INDEX public.\"T x\" SET TABLESPACE pg_global|postgres|by name|a note|-7|here|16998|t|t".into()
+            ))
+        );
+    }
+
+    /// Under an install not updated yet (no previous_relation before
+    /// 0.6.0): a move is written without the column, an online rebuild's
+    /// previous oid is refused rather than lost.
+    #[pg_test(
+        error = "storlab.relocations has no column previous_relation to store this record's value in"
+    )]
+    fn a_table_without_a_later_column() {
+        Spi::run("ALTER TABLE storlab.relocations DROP COLUMN previous_relation").unwrap();
+        write(&a_relocation(None)).unwrap();
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM storlab.relocations"),
+            Ok(Some(1))
+        );
+        let _ = write(&a_relocation(Some(16_998)));
+    }
+
     #[pg_test(error = "tablespace \"no_such_ts\" does not exist")]
     fn probe_of_an_unknown_tablespace_is_an_error() {
         let _ = Spi::run("SELECT storlab.probe('no_such_ts')");

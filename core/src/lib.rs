@@ -14,6 +14,7 @@
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
 //! - `hdr`: HdrHistogram encoding and merging
 //! - `sql_text`: identifiers and literals quoted as PostgreSQL quotes them
+//! - `record`: storlab's own rows as structs, written by column name
 //! - `stats`: summaries, Welch's test and the one significance rule (a leaf)
 
 pub mod advice;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod hdr;
 pub mod pgbench;
 pub mod probe;
+pub mod record;
 pub mod relocate;
 pub mod report;
 pub mod request;

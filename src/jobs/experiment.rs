@@ -19,10 +19,12 @@ use pgrx::JsonB;
 use super::run::{self, JobEnd};
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
+use crate::ops::record;
 use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::env;
+use storlab_core::record::{ExperimentProgress, ExperimentWalStop, Record};
 use storlab_core::report::experiment::{placement_sentence, Expected, Observation};
 use storlab_core::request::bench::BenchInit;
 use storlab_core::request::experiment::{pgoptions, session_settings, Experiment, Step};
@@ -268,9 +270,14 @@ fn tablespace_exists(name: &str) -> Result<(), JobEnd> {
 /// wal_needed and `why` as its current action until it is resumed.
 fn stop_for_wal(job: &Job, i: usize, needed: &str, why: &str) {
     bookkeeping(|| {
+        let stop = ExperimentWalStop {
+            current_step: i as i32,
+            current_action: Some(why.to_string()),
+            wal_needed: Some(needed.to_string()),
+        };
         Spi::run_with_args(
-            "UPDATE storlab.experiment_records SET current_step = $2, current_action = $3, wal_needed = $4 WHERE id = $1",
-            &[job.id.into(), (i as i32).into(), why.into(), Name(needed.to_string()).into()],
+            &record::update_sql(&stop, "id", &[])?,
+            &[job.id.into(), JsonB(stop.to_json()).into()],
         )
     });
 }
@@ -316,9 +323,13 @@ fn expected(e: &Experiment, layout: usize, fillfactor: i32) -> Expected {
 
 fn progress(job: &Job, step: usize, action: &str) {
     bookkeeping(|| {
+        let progress = ExperimentProgress {
+            current_step: step as i32,
+            current_action: Some(action.to_string()),
+        };
         Spi::run_with_args(
-            "UPDATE storlab.experiment_records SET current_step = $2, current_action = $3 WHERE id = $1",
-            &[job.id.into(), (step as i32).into(), action.into()],
+            &record::update_sql(&progress, "id", &[])?,
+            &[job.id.into(), JsonB(progress.to_json()).into()],
         )
     });
 }

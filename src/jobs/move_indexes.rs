@@ -16,16 +16,19 @@
 use std::path::Path;
 
 use pgrx::prelude::*;
+use pgrx::JsonB;
 use serde::{Deserialize, Serialize};
 
 use super::run::{
     connection, pg_stat_statements_schema, psql, psql_commands, store_detail, with_env, JobEnd,
 };
 use super::{as_caller, bookkeeping, Job};
+use crate::ops::record;
 use crate::ops::relocate::lock_holders;
 use crate::ops::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::pgbench::Connection;
+use storlab_core::record::{Record, Relocation};
 use storlab_core::request::bench::MoveIndexes;
 use storlab_core::sql_text::ident;
 
@@ -306,29 +309,35 @@ fn record(
             &[index.name.clone().into()],
         )
     });
+    let Some(oid) = oid else {
+        error!(
+            "storlab job: index {} is gone after its rebuild: its move cannot be recorded",
+            index.name
+        )
+    };
+    let record = Relocation {
+        batch_id: Some(plan.batch),
+        relation: oid as u32,
+        relation_name: index.name.clone(),
+        kind: "index".into(),
+        from_tablespace: index.from.clone(),
+        to_tablespace: to.to_string(),
+        bytes: Some(index.bytes),
+        duration_s: duration,
+        lock_wait_s: None,
+        wal_bytes: wal,
+        statement: sql.to_string(),
+        moved_by: job.role.clone(),
+        label: Some("move_indexes_online".into()),
+        note: Some(note.to_string()),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+        previous_relation: index.oid.map(|o| o as u32),
+    };
     bookkeeping(|| {
         Spi::run_with_args(
-            "INSERT INTO storlab.relocations (batch_id, relation, relation_name, kind, from_tablespace, to_tablespace,
-                 bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at, label, note,
-                 system_identifier, hostname, previous_relation)
-             VALUES ($1, $2::oid, $3, 'index', $4, $5, $6, $7, NULL, $8, $9, $10, pg_catalog.clock_timestamp(),
-                     'move_indexes_online', $11, $12, $13, $14::oid)",
-            &[
-                plan.batch.into(),
-                oid.into(),
-                index.name.clone().into(),
-                Name(index.from.clone()).into(),
-                Name(to.to_string()).into(),
-                index.bytes.into(),
-                duration.into(),
-                wal.into(),
-                sql.into(),
-                Name(job.role.clone()).into(),
-                note.into(),
-                system_identifier().into(),
-                hostname().into(),
-                index.oid.into(),
-            ],
+            &record::insert_sql(&record, &[("moved_at", "pg_catalog.clock_timestamp()")])?,
+            &[JsonB(record.to_json()).into()],
         )
     });
 }

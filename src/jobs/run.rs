@@ -11,10 +11,12 @@ use pgrx::JsonB;
 
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::check_pgbench_tables_complete;
+use crate::ops::record;
 use crate::ops::server::data_dir;
 use crate::sqltypes::Name;
 use storlab_core::pgbench::process::{self, Outcome};
 use storlab_core::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
+use storlab_core::record::{Counters, Record, RunResult};
 use storlab_core::report::experiment::{
     disagreement, wal_tablespace, Expected, Observation, WalPlace,
 };
@@ -426,8 +428,9 @@ pub(super) fn pgbench_schema() -> Result<String, JobEnd> {
 }
 
 /// The server's cumulative counters, read in a transaction of their own
-/// (statistics snapshots last a transaction).
-fn counters(schema: &str) -> serde_json::Value {
+/// (statistics snapshots last a transaction); the keys are
+/// [`Counters`]' fields.
+fn counters(schema: &str) -> Counters {
     as_caller(|| {
         Spi::get_one_with_args::<JsonB>(
             "SELECT jsonb_build_object(
@@ -437,6 +440,7 @@ fn counters(schema: &str) -> serde_json::Value {
                  'buffers_backend', b.buffers_backend, 'buffers_backend_fsync', b.buffers_backend_fsync,
                  'blks_read', d.blks_read, 'blks_hit', d.blks_hit,
                  'blk_read_time', d.blk_read_time, 'blk_write_time', d.blk_write_time,
+                 'wal_reset', w.stats_reset, 'bgwriter_reset', b.stats_reset, 'db_reset', d.stats_reset,
                  'by_tablespace', (
                    SELECT coalesce(jsonb_object_agg(ts, n), '{}') FROM (
                      SELECT coalesce(t.spcname, dts.spcname) AS ts, sum(n) AS n FROM (
@@ -466,7 +470,8 @@ fn counters(schema: &str) -> serde_json::Value {
             &[Name(schema.to_string()).into()],
         )
     })
-    .map(|j| j.0)
+    // a snapshot that cannot be read gives no difference (all None)
+    .and_then(|j| serde_json::from_value(j.0).ok())
     .unwrap_or_default()
 }
 
@@ -677,68 +682,53 @@ pub(super) fn bench(
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
 
+    let result = RunResult {
+        tps: summary.tps,
+        transactions: summary.transactions,
+        failures: summary.failed,
+        lat_avg_ms: summary.lat_avg_ms,
+        // pgbench prints it only with --rate or --progress; the
+        // histogram always has it (of the logged sample)
+        lat_stddev_ms: summary
+            .lat_stddev_ms
+            .or(p.as_ref().map(|p| p.lat_stddev_ms)),
+        lat_p50_ms: p.as_ref().map(|p| p.lat_p50_ms),
+        lat_p90_ms: p.as_ref().map(|p| p.lat_p90_ms),
+        lat_p95_ms: p.as_ref().map(|p| p.lat_p95_ms),
+        lat_p99_ms: p.as_ref().map(|p| p.lat_p99_ms),
+        lat_max_ms: p.as_ref().map(|p| p.lat_max_ms),
+        histogram,
+        pgbench_version: version,
+        observed,
+        invalid: invalid.clone(),
+        counters: before.delta(&after),
+    };
+    // the run's top ten statements by execution time, from
+    // pg_stat_statements' counters before ($3) and after ($4) the run
+    let statements_sql = "(SELECT jsonb_agg(s ORDER BY (s->>'total_ms')::float8 DESC) FROM (
+                 SELECT jsonb_build_object(
+                          'query', a.value->>'query',
+                          'calls', (a.value->>'calls')::bigint - coalesce((b.value->>'calls')::bigint, 0),
+                          'total_ms', round(((a.value->>'total_ms')::numeric - coalesce((b.value->>'total_ms')::numeric, 0)), 3),
+                          'rows', (a.value->>'rows')::bigint - coalesce((b.value->>'rows')::bigint, 0),
+                          'shared_blks_read', (a.value->>'shared_blks_read')::bigint - coalesce((b.value->>'shared_blks_read')::bigint, 0),
+                          'shared_blks_hit', (a.value->>'shared_blks_hit')::bigint - coalesce((b.value->>'shared_blks_hit')::bigint, 0)) AS s
+                   FROM jsonb_each($4::jsonb) a LEFT JOIN jsonb_each($3::jsonb) b ON b.key = a.key
+                  WHERE (a.value->>'calls')::bigint > coalesce((b.value->>'calls')::bigint, 0)
+                  ORDER BY (a.value->>'total_ms')::numeric - coalesce((b.value->>'total_ms')::numeric, 0) DESC
+                  LIMIT 10) t)";
+    let computed = [
+        ("finished_at", "pg_catalog.clock_timestamp()"),
+        ("statements", statements_sql),
+    ];
     bookkeeping(|| {
         Spi::run_with_args(
-            "UPDATE storlab.bench_runs SET
-                 tps = $2, transactions = $3, failures = $4, lat_avg_ms = $5, lat_stddev_ms = $6,
-                 lat_p50_ms = $7, lat_p90_ms = $8, lat_p95_ms = $9, lat_p99_ms = $10, lat_max_ms = $11,
-                 histogram = $12, pgbench_version = $13, finished_at = pg_catalog.clock_timestamp(),
-                 observed = $18, invalid = $19,
-                 server_wal_bytes = ($15->>'wal_bytes')::numeric - ($14->>'wal_bytes')::numeric,
-                 server_wal_fpi = ($15->>'wal_fpi')::bigint - ($14->>'wal_fpi')::bigint,
-                 server_wal_write = ($15->>'wal_write')::bigint - ($14->>'wal_write')::bigint,
-                 server_wal_sync = ($15->>'wal_sync')::bigint - ($14->>'wal_sync')::bigint,
-                 server_wal_sync_time_ms = ($15->>'wal_sync_time')::float8 - ($14->>'wal_sync_time')::float8,
-                 server_checkpoints = ($15->>'checkpoints')::bigint - ($14->>'checkpoints')::bigint,
-                 server_buffers_checkpoint = ($15->>'buffers_checkpoint')::bigint - ($14->>'buffers_checkpoint')::bigint,
-                 server_buffers_backend = ($15->>'buffers_backend')::bigint - ($14->>'buffers_backend')::bigint,
-                 server_buffers_backend_fsync = ($15->>'buffers_backend_fsync')::bigint - ($14->>'buffers_backend_fsync')::bigint,
-                 db_blks_read = ($15->>'blks_read')::bigint - ($14->>'blks_read')::bigint,
-                 db_blks_hit = ($15->>'blks_hit')::bigint - ($14->>'blks_hit')::bigint,
-                 db_blk_read_time_ms = ($15->>'blk_read_time')::float8 - ($14->>'blk_read_time')::float8,
-                 db_blk_write_time_ms = ($15->>'blk_write_time')::float8 - ($14->>'blk_write_time')::float8,
-                 db_blks_read_by_tablespace = (
-                   SELECT jsonb_object_agg(a.key, a.value::numeric - coalesce(($14->'by_tablespace'->>a.key)::numeric, 0))
-                     FROM jsonb_each_text($15->'by_tablespace') a),
-                 run_blks_read_by_tablespace = (
-                   SELECT jsonb_object_agg(a.key, a.value::numeric - coalesce(($14->'run_by_tablespace'->>a.key)::numeric, 0))
-                     FROM jsonb_each_text($15->'run_by_tablespace') a),
-                 statements = (   -- the run's top ten statements by execution time
-                   SELECT jsonb_agg(s ORDER BY (s->>'total_ms')::float8 DESC) FROM (
-                     SELECT jsonb_build_object(
-                              'query', a.value->>'query',
-                              'calls', (a.value->>'calls')::bigint - coalesce((b.value->>'calls')::bigint, 0),
-                              'total_ms', round(((a.value->>'total_ms')::numeric - coalesce((b.value->>'total_ms')::numeric, 0)), 3),
-                              'rows', (a.value->>'rows')::bigint - coalesce((b.value->>'rows')::bigint, 0),
-                              'shared_blks_read', (a.value->>'shared_blks_read')::bigint - coalesce((b.value->>'shared_blks_read')::bigint, 0),
-                              'shared_blks_hit', (a.value->>'shared_blks_hit')::bigint - coalesce((b.value->>'shared_blks_hit')::bigint, 0)) AS s
-                       FROM jsonb_each($17) a LEFT JOIN jsonb_each($16) b ON b.key = a.key
-                      WHERE (a.value->>'calls')::bigint > coalesce((b.value->>'calls')::bigint, 0)
-                      ORDER BY (a.value->>'total_ms')::numeric - coalesce((b.value->>'total_ms')::numeric, 0) DESC
-                      LIMIT 10) t)
-              WHERE id = $1",
+            &record::update_sql(&result, "id", &computed)?,
             &[
                 run_id.into(),
-                summary.tps.into(),
-                summary.transactions.into(),
-                summary.failed.into(),
-                summary.lat_avg_ms.into(),
-                // pgbench prints it only with --rate or --progress; the
-                // histogram always has it (of the logged sample)
-                summary.lat_stddev_ms.or(p.as_ref().map(|p| p.lat_stddev_ms)).into(),
-                p.as_ref().map(|p| p.lat_p50_ms).into(),
-                p.as_ref().map(|p| p.lat_p90_ms).into(),
-                p.as_ref().map(|p| p.lat_p95_ms).into(),
-                p.as_ref().map(|p| p.lat_p99_ms).into(),
-                p.as_ref().map(|p| p.lat_max_ms).into(),
-                histogram.into(),
-                version.into(),
-                JsonB(before.clone()).into(),
-                JsonB(after.clone()).into(),
+                JsonB(result.to_json()).into(),
                 statements_before.clone().map(JsonB).into(),
                 statements_after.clone().map(JsonB).into(),
-                JsonB(observed.clone()).into(),
-                invalid.clone().into(),
             ],
         )?;
         // partial seconds (the first and last) would understate the rate

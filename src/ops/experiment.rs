@@ -13,9 +13,11 @@ use pgrx::prelude::*;
 use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{self, as_owner};
 use super::jobs;
+use super::record;
 use super::relocate::check_target;
 use super::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
+use storlab_core::record::{ExperimentRecord, Record};
 use storlab_core::request::experiment::{Experiment, Placement};
 use storlab_core::request::job::JobSpec;
 
@@ -67,17 +69,18 @@ pub fn start(mut e: Experiment) -> i64 {
             );
         }
     }
+    let record = ExperimentRecord {
+        id,
+        name,
+        steps_total,
+        current_action: Some("queued".into()),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+    };
     as_owner(|| {
         Spi::run_with_args(
-            "INSERT INTO storlab.experiment_records (id, name, steps_total, current_action, system_identifier, hostname)
-             VALUES ($1, $2, $3, 'queued', $4, $5)",
-            &[
-                id.into(),
-                name.into(),
-                steps_total.into(),
-                system_identifier().into(),
-                hostname().into(),
-            ],
+            &record::insert_sql(&record, &[])?,
+            &[pgrx::JsonB(record.to_json()).into()],
         )
     })
     .map_err(spi("recording the experiment"))

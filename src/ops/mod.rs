@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod identity;
 pub mod jobs;
 pub mod probe;
+pub mod record;
 pub mod relocate;
 pub mod server;
 pub mod settings;

@@ -15,15 +15,18 @@ use pgrx::datum::TimestampWithTimeZone;
 use pgrx::heap_tuple::PgHeapTuple;
 use pgrx::prelude::*;
 use pgrx::AllocatedByRust;
+use pgrx::JsonB;
 
 use super::error::{invalid, raise, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{as_owner, caller};
 use super::jobs::pgbench_relations_free;
+use super::record;
 use super::server::{data_dir, hostname, system_identifier};
 use super::settings::min_free_bytes;
 use super::targets::resolve;
 use crate::sqltypes::{Name, RegClass};
 use storlab_core::env::{allocation, space};
+use storlab_core::record::{Record, Relocation};
 use storlab_core::relocate::{human_bytes, note, space_after, statement, Kind, SpaceAfter};
 
 /// A relation as the catalog describes it, with names already quoted by PostgreSQL.
@@ -540,43 +543,43 @@ fn execute(
                 rel.qualified
             );
         }
-        let args = vec![
-            batch.into(),
-            rel.oid.into(),
-            rel.qualified.clone().into(),
-            rel.kind.as_str().into(),
-            Name(rel.tablespace.clone()).into(),
-            Name(s.to.clone()).into(),
-            (!rel.files_missing).then_some(rel.bytes).into(),
-            duration.into(),
-            lock_wait.into(),
-            wal.into(),
-            sql.into(),
-            label.map(str::to_owned).into(),
-            note.into(),
-            system_identifier().into(),
-            hostname().into(),
-            Name(moved_by.clone()).into(),
-        ];
-        let query = if dry_run {
-            // The plan: the same row, not stored (no id, batch or time).
-            "SELECT ROW(NULL, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, NULL, $12, $13, $14, $15, NULL)::storlab.relocations"
-        } else {
-            "INSERT INTO storlab.relocations AS r (batch_id, relation, relation_name, kind, from_tablespace,
-                 to_tablespace, bytes, duration_s, lock_wait_s, wal_bytes, statement, moved_by, moved_at,
-                 label, note, system_identifier, hostname)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $16, pg_catalog.clock_timestamp(), $12, $13, $14, $15)
-             RETURNING r"
+        let record = Relocation {
+            batch_id: batch,
+            relation: rel.oid.to_u32(),
+            relation_name: rel.qualified.clone(),
+            kind: rel.kind.as_str().to_string(),
+            from_tablespace: rel.tablespace.clone(),
+            to_tablespace: s.to.clone(),
+            bytes: (!rel.files_missing).then_some(rel.bytes),
+            duration_s: duration,
+            lock_wait_s: lock_wait,
+            wal_bytes: wal,
+            statement: sql,
+            moved_by: moved_by.clone(),
+            label: label.map(str::to_owned),
+            note: Some(note),
+            system_identifier: system_identifier(),
+            hostname: hostname(),
+            previous_relation: None,
         };
         let row = as_owner(|| {
-            Spi::connect_mut(|c| {
-                c.update(query, None, &args)?
-                    .first()
-                    .get_one::<RelocationRow>()
-            })
-            .map_err(spi("recording a move"))
-            .or_raise()
-            .expect("one row")
+            let query = if dry_run {
+                // The plan: the same row, not stored (no id or time).
+                Ok(Relocation::row_sql())
+            } else {
+                record::insert_sql(&record, &[("moved_at", "pg_catalog.clock_timestamp()")])
+            };
+            query
+                .and_then(|query| {
+                    Spi::connect_mut(|c| {
+                        c.update(query.as_str(), None, &[JsonB(record.to_json()).into()])?
+                            .first()
+                            .get_one::<RelocationRow>()
+                    })
+                })
+                .map_err(spi("recording a move"))
+                .or_raise()
+                .expect("one row")
         });
         rows.push(row);
     }
