@@ -11,6 +11,7 @@ pub mod identity;
 pub mod jobs;
 pub mod probe;
 pub mod relocate;
+pub mod report;
 pub mod server;
 pub mod settings;
 pub mod suite;
