@@ -5,6 +5,7 @@
 
 pub mod advice;
 pub mod backend_wait;
+pub mod chart;
 pub mod checks;
 pub mod error;
 pub mod experiment;
