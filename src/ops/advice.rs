@@ -29,7 +29,7 @@ fn context() -> Context {
     .map_err(spi("reading pg_stat_database"))
     .or_raise();
     let (database, default_ts) = Spi::get_two::<String, String>(
-        "SELECT d.datname::text, t.spcname::text
+        "SELECT pg_catalog.quote_ident(d.datname), t.spcname::text
            FROM pg_catalog.pg_database d JOIN pg_catalog.pg_tablespace t ON t.oid = d.dattablespace
           WHERE d.datname = pg_catalog.current_database()",
     )
@@ -40,8 +40,8 @@ fn context() -> Context {
     // pgbench_accounts' primary key stands for pgbench's indexes
     let index_tablespace = schema.as_ref().and_then(|s| {
         Spi::get_one_with_args::<String>(
-            "SELECT t.spcname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
-              WHERE c.oid = pg_catalog.to_regclass(pg_catalog.format('%I.pgbench_accounts_pkey', $1))",
+            "SELECT (SELECT t.spcname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
+                      WHERE c.oid = pg_catalog.to_regclass(pg_catalog.format('%I.pgbench_accounts_pkey', $1)))",
             &[s.as_str().into()],
         )
         .map_err(spi("reading where pgbench's indexes are"))
@@ -58,7 +58,7 @@ fn context() -> Context {
     Context {
         blks_read: blks_read.unwrap_or(0),
         blks_hit: blks_hit.unwrap_or(0),
-        database: database.unwrap_or_default(),
+        quoted_database: database.unwrap_or_default(),
         pgbench_schema: schema,
         index_tablespace: index_tablespace.unwrap_or_else(|| default_ts.clone()),
         temp_tablespace: temp_tablespace.unwrap_or(default_ts),

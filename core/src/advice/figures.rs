@@ -74,8 +74,8 @@ pub struct Context {
     /// pg_stat_database's counters of this database
     pub blks_read: i64,
     pub blks_hit: i64,
-    /// the database's name
-    pub database: String,
+    /// the database's name as an identifier in SQL (quoted where needed)
+    pub quoted_database: String,
     /// where pgbench finds its tables for the caller (None: no tables)
     pub pgbench_schema: Option<String>,
     /// where pgbench's indexes are now (the database's default tablespace
@@ -91,7 +91,7 @@ impl Default for Context {
         Context {
             blks_read: 0,
             blks_hit: 0,
-            database: "postgres".into(),
+            quoted_database: "postgres".into(),
             pgbench_schema: None,
             index_tablespace: "pg_default".into(),
             temp_tablespace: "pg_default".into(),

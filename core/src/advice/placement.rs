@@ -20,7 +20,6 @@ use serde_json::{json, Value};
 
 use super::figures::{ByTablespace, Context, Experiment, Figures};
 use super::{quote_literal, Advice, COMPARE_CALL};
-use crate::pgbench::scripts::quote_ident;
 use crate::stats::{self, Sides, ALPHA};
 
 /// Probes of each tablespace, at least, that a difference is tested on.
@@ -138,7 +137,7 @@ pub fn statement(purpose: Purpose, ts: &str, ctx: &Context) -> String {
         ),
         Purpose::Temp => format!(
             "ALTER DATABASE {} SET temp_tablespaces = {}",
-            quote_ident(&ctx.database),
+            ctx.quoted_database,
             quote_literal(ts)
         ),
     }
@@ -369,7 +368,7 @@ mod tests {
 
     fn ctx() -> Context {
         Context {
-            database: "lab".into(),
+            quoted_database: "lab".into(),
             pgbench_schema: Some("bench".into()),
             ..Context::default()
         }
@@ -487,10 +486,10 @@ mod tests {
             ("lab_ram".into(), streams(volume("/dev/shm", "tmpfs"), 10, &[22000.0, 21900.0, 22100.0])),
         ]);
         let mut ctx = ctx();
-        ctx.database = "my \"db\"".into();
+        ctx.quoted_database = "\"my db\"".into();
         let a = advise(Purpose::Temp, &figures, &[], &ctx);
         assert_eq!(a.target.as_deref(), Some("lab_ram"));
-        assert_eq!(a.statement.as_deref(), Some("ALTER DATABASE \"my \"\"db\"\"\" SET temp_tablespaces = 'lab_ram'"));
+        assert_eq!(a.statement.as_deref(), Some("ALTER DATABASE \"my db\" SET temp_tablespaces = 'lab_ram'"));
         assert!(a.advice.ends_with("It is RAM: size it for the largest sort or hash that spills."));
         // each repetition pairs a read with a write: both ids named
         assert_eq!(a.evidence["probes"], json!([10, 110, 11, 111, 12, 112]));
