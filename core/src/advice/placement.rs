@@ -41,6 +41,14 @@ impl Purpose {
         }
     }
 
+    /// What is placed, in a sentence.
+    fn noun(self) -> &'static str {
+        match self {
+            Purpose::Indexes => "indexes",
+            Purpose::Temp => "temp files",
+        }
+    }
+
     /// The figure of each repeated probe (newest first), and the newest
     /// standard-suite figure's probes when there are no repeats: indexes'
     /// 8 kB random read p99 (us), temp files' sequential read + write
@@ -239,7 +247,8 @@ pub fn advise(
             what,
             Some(current),
             format!(
-                "{what} stay on {current}: no other {}tablespace measured is on another volume{}",
+                "{} stay on {current}: no other {}tablespace measured is on another volume{}",
+                purpose.noun(),
                 if purpose == Purpose::Indexes { "durable " } else { "" },
                 if same.is_empty() {
                     String::new()
@@ -259,6 +268,25 @@ pub fn advise(
         "probes": ids, "current_probes": now_ids,
         "figures": xs, "current_figures": now_xs,
     });
+    let noun = purpose.noun();
+    // looking worse already: nothing to test (the figures say so)
+    if !now_xs.is_empty() && !purpose.better(mean(xs), mean(&now_xs)) {
+        return Advice::new(
+            what,
+            Some(current),
+            format!(
+                "{noun} stay on {current}: no tablespace on another volume measured better ({figure} {} on {current} over {} probe{}, the best elsewhere {} on {ts} over {})",
+                purpose.figure_said(mean(&now_xs)),
+                now_xs.len(),
+                if now_xs.len() == 1 { "" } else { "s" },
+                purpose.figure_said(mean(xs)),
+                xs.len(),
+            ),
+            None,
+            None,
+            evidence,
+        );
+    }
     if now_xs.len() < MIN_REPEATS || xs.len() < MIN_REPEATS {
         let now_said = if now_xs.is_empty() {
             "no figures".to_string()
@@ -269,7 +297,7 @@ pub fn advise(
             what,
             None,
             format!(
-                "cannot tell yet whether {what} would be better on {ts} ({figure} {} over {} probe{}) than where they are, on {current} ({now_said}): Welch's test needs {MIN_REPEATS} probes of each; measure more (the statement), then ask again",
+                "cannot tell yet whether {noun} would be better on {ts} ({figure} {} over {} probe{}) than where they are, on {current} ({now_said}): Welch's test needs {MIN_REPEATS} probes of each; measure more (the statement), then ask again",
                 purpose.figure_said(mean(xs)),
                 xs.len(),
                 if xs.len() == 1 { "" } else { "s" },
@@ -296,7 +324,7 @@ pub fn advise(
         return Advice::new(
             what,
             Some(current),
-            format!("{what} stay on {current}: no tablespace on another volume is significantly better ({compared})"),
+            format!("{noun} stay on {current}: no tablespace on another volume is significantly better ({compared})"),
             None,
             None,
             evidence,
@@ -310,7 +338,7 @@ pub fn advise(
     Advice::new(
         what,
         Some(ts),
-        format!("{what} on {ts}: the best {figure} of the {}tablespaces on another volume than {current}, significantly better; evidence: probes only, no experiment placed {} differently and won.{ram}", if purpose == Purpose::Indexes { "durable " } else { "" }, if purpose == Purpose::Indexes { "indexes" } else { "temp files" }),
+        format!("{what} on {ts}: the best {figure} of the {}tablespaces on another volume than {current}, significantly better; evidence: probes only, no experiment placed {noun} differently and won.{ram}", if purpose == Purpose::Indexes { "durable " } else { "" }),
         Some(statement(purpose, ts, ctx)),
         Some(compared),
         evidence,
@@ -463,20 +491,36 @@ mod tests {
         assert_eq!(a.target.as_deref(), Some("pg_default"));
         assert_eq!(a.statement, None);
         assert!(a.advice.starts_with("indexes stay on pg_default: no tablespace on another volume is significantly better (8 kB random read p99 67 us on lab_xfs, 75 us on pg_default, over 3 and 3 probes (Welch p = "), "{}", a.advice);
+        // worse by the figures there are, too few to test: stays, nothing to measure
+        let figures = ByTablespace::from([
+            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[270.0])),
+            ("lab_ext4".into(), reads(volume("/mnt/ext4", "/dev/loop2"), 4, &[3934.0])),
+        ]);
+        let a = advise(Purpose::Indexes, &figures, &[], &ctx());
+        assert_eq!(a.target.as_deref(), Some("pg_default"));
+        assert_eq!(a.statement, None);
+        assert_eq!(a.advice, "indexes stay on pg_default: no tablespace on another volume measured better (8 kB random read p99 270 us on pg_default over 1 probe, the best elsewhere 3934 us on lab_ext4 over 1)");
         // significantly worse: stays too
         let figures = ByTablespace::from([
             ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[63.0, 62.0, 64.0])),
             ("lab_xfs".into(), reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[75.0, 77.0, 73.0])),
         ]);
         assert_eq!(advise(Purpose::Indexes, &figures, &[], &ctx()).target.as_deref(), Some("pg_default"));
-        // ties: identical figures, p = 1
+        // ties: identical figures, not better: where they are
         let figures = ByTablespace::from([
             ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[70.0, 70.0, 70.0])),
             ("lab_xfs".into(), reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[70.0, 70.0, 70.0])),
         ]);
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target.as_deref(), Some("pg_default"));
-        assert_eq!(a.evidence["p_value"], json!(1.0));
+        assert!(a.advice.starts_with("indexes stay on pg_default: no tablespace on another volume measured better"));
+        // two candidates that tie with each other: the first by name is tested
+        let figures = ByTablespace::from([
+            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[75.0, 77.0, 73.0])),
+            ("lab_b".into(), reads(volume("/mnt/b", "/dev/loop2"), 4, &[63.0, 62.0, 64.0])),
+            ("lab_a".into(), reads(volume("/mnt/a", "/dev/loop1"), 7, &[63.0, 62.0, 64.0])),
+        ]);
+        assert_eq!(advise(Purpose::Indexes, &figures, &[], &ctx()).target.as_deref(), Some("lab_a"));
     }
 
     #[test]
@@ -500,6 +544,7 @@ mod tests {
         ]);
         let a = advise(Purpose::Temp, &figures, &[], &ctx);
         assert_eq!(a.target, None);
+        assert!(a.advice.starts_with("cannot tell yet whether temp files would be better on lab_ram (sequential read + write throughput 22000 MiB/s over 1 probe) than where they are, on pg_default (800 MiB/s over 1 probe)"), "{}", a.advice);
         assert!(a.statement.unwrap().contains("unnest('{seqread,seqwrite}'::text[]) AS w"));
     }
 
