@@ -122,7 +122,9 @@ pub fn same_volume(a: &Figures, b: &Figures) -> bool {
 }
 
 /// Repeated probes of `tablespaces` for `purpose`: the call that stores
-/// [`MIN_REPEATS`] more of each, with the standard suite's block sizes.
+/// [`MIN_REPEATS`] more of each, with the standard suite's block sizes
+/// (each repetition's call names its repetition, so that the planner
+/// cannot evaluate it once for all of them).
 pub fn measure_more_call(purpose: Purpose, tablespaces: &[&str]) -> String {
     let names: Vec<String> = tablespaces.iter().map(|t| quote_literal(t)).collect();
     let (workloads, block) = match purpose {
@@ -130,7 +132,7 @@ pub fn measure_more_call(purpose: Purpose, tablespaces: &[&str]) -> String {
         Purpose::Temp => ("'{seqread,seqwrite}'", 131072),
     };
     format!(
-        "SELECT p.* FROM pg_catalog.unnest(ARRAY[{}]::name[]) AS t, pg_catalog.unnest({workloads}::text[]) AS w, pg_catalog.generate_series(1, {MIN_REPEATS}) AS r, LATERAL storlab.probe(t, w, block_size => {block}, duration => '1 second') AS p",
+        "SELECT p.* FROM pg_catalog.unnest(ARRAY[{}]::name[]) AS t, pg_catalog.unnest({workloads}::text[]) AS w, pg_catalog.generate_series(1, {MIN_REPEATS}) AS r, LATERAL storlab.probe(t, w, block_size => {block}, duration => '1 second', label => 'repetition ' || r) AS p",
         names.join(", ")
     )
 }
@@ -455,7 +457,7 @@ mod tests {
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target, None);
         assert_eq!(a.advice, "cannot tell yet whether indexes would be better on lab_xfs (8 kB random read p99 62 us over 2 probes) than where they are, on pg_default (75 us over 1 probe): Welch's test needs 3 probes of each; measure more (the statement), then ask again");
-        assert_eq!(a.statement.as_deref(), Some("SELECT p.* FROM pg_catalog.unnest(ARRAY['pg_default', 'lab_xfs']::name[]) AS t, pg_catalog.unnest('{randread}'::text[]) AS w, pg_catalog.generate_series(1, 3) AS r, LATERAL storlab.probe(t, w, block_size => 8192, duration => '1 second') AS p"));
+        assert_eq!(a.statement.as_deref(), Some("SELECT p.* FROM pg_catalog.unnest(ARRAY['pg_default', 'lab_xfs']::name[]) AS t, pg_catalog.unnest('{randread}'::text[]) AS w, pg_catalog.generate_series(1, 3) AS r, LATERAL storlab.probe(t, w, block_size => 8192, duration => '1 second', label => 'repetition ' || r) AS p"));
         assert_eq!(a.evidence["probes"], json!([2, 3]));
         assert_eq!(a.evidence["current_probes"], json!([1]));
         // where they are now has no figures at all
