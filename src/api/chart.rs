@@ -57,7 +57,11 @@ fn chart_svg(
             let (head, values) = stored::probe(id, &data::PERCENTILES);
             chart::percentiles(
                 &title.unwrap_or_else(|| data::probe_title(&head)),
-                &[data::percentile_series(&head.workload, &data::PERCENTILES, &values)],
+                &[data::percentile_series(
+                    &head.workload,
+                    &data::PERCENTILES,
+                    &values,
+                )],
             )
         }
         "profile" => chart::profile(

@@ -201,7 +201,12 @@ fn done_experiments() -> Vec<Experiment> {
                     stored_bytes: r.stored_bytes,
                 })
                 .collect();
-            Experiment { id, name, layouts, cells }
+            Experiment {
+                id,
+                name,
+                layouts,
+                cells,
+            }
         })
         .collect()
 }

@@ -129,7 +129,11 @@ pub fn io_concurrency(
 /// measured (pg_wal aside), priced in pg_default's sequential page; or
 /// what to measure first.
 pub fn advise(figures: &ByTablespace, blks_read: i64, blks_hit: i64) -> Vec<Advice> {
-    let seq = |f: &Figures| f.workloads.get("seqread").and_then(|p| seq_page_us(p.mib_s));
+    let seq = |f: &Figures| {
+        f.workloads
+            .get("seqread")
+            .and_then(|p| seq_page_us(p.mib_s))
+    };
     let Some(unit) = figures.get("pg_default").and_then(seq) else {
         return vec![Advice::measure_first(
             "costs",
@@ -358,13 +362,26 @@ mod tests {
     fn two_tablespaces() -> ByTablespace {
         let mut figures = ByTablespace::new();
         let pg_default = figures.entry("pg_default".into()).or_default();
-        pg_default.workloads.insert("seqread".into(), probe(1, 0.0, 800.0));
-        pg_default.workloads.insert("randread".into(), probe(2, 60.0, 125.0));
+        pg_default
+            .workloads
+            .insert("seqread".into(), probe(1, 0.0, 800.0));
+        pg_default
+            .workloads
+            .insert("randread".into(), probe(2, 60.0, 125.0));
         pg_default.depths = vec![(1, 16_000.0, 2), (8, 48_000.0, 3), (32, 55_000.0, 4)];
         let lab_disk = figures.entry("lab_disk".into()).or_default();
-        lab_disk.workloads.insert("seqread".into(), probe(5, 0.0, 640.0));
-        lab_disk.workloads.insert("randread".into(), probe(6, 100.0, 78.0));
-        lab_disk.scaling = vec![(1, 10_000.0, 6), (2, 19_000.0, 7), (4, 30_000.0, 8), (8, 31_000.0, 9)];
+        lab_disk
+            .workloads
+            .insert("seqread".into(), probe(5, 0.0, 640.0));
+        lab_disk
+            .workloads
+            .insert("randread".into(), probe(6, 100.0, 78.0));
+        lab_disk.scaling = vec![
+            (1, 10_000.0, 6),
+            (2, 19_000.0, 7),
+            (4, 30_000.0, 8),
+            (8, 31_000.0, 9),
+        ];
         figures
     }
 
@@ -377,27 +394,45 @@ mod tests {
             rows[0].statement.as_deref(),
             Some("ALTER TABLESPACE \"lab_disk\" SET (random_page_cost = 1.25, seq_page_cost = 1.25, effective_io_concurrency = 4)")
         );
-        assert!(rows[0].advice.contains("4 concurrent readers reach four fifths"));
-        assert!(rows[0].advice.contains("PostgreSQL's own assumption that 10 %"));
+        assert!(rows[0]
+            .advice
+            .contains("4 concurrent readers reach four fifths"));
+        assert!(rows[0]
+            .advice
+            .contains("PostgreSQL's own assumption that 10 %"));
         assert_eq!(rows[0].evidence["probes"], json!([6, 5]));
         assert_eq!(rows[0].evidence["miss_ratio_measured"], json!(false));
         // pg_default: queue depths decide; 3 depths only: how to place it finely
-        assert!(rows[1].statement.as_deref().unwrap().ends_with("effective_io_concurrency = 8)"));
+        assert!(rows[1]
+            .statement
+            .as_deref()
+            .unwrap()
+            .ends_with("effective_io_concurrency = 8)"));
         assert!(rows[1].advice.contains("one reader keeping 8 reads in flight reaches four fifths of the highest read IOPS measured (queue depths 1, 8, 32); SELECT * FROM storlab.profile('pg_default', iodepths => '{1,2,4,8,16,32,64}') places it more finely"));
     }
 
     #[test]
     fn a_measured_miss_ratio_is_said_and_used() {
         let rows = advise(&two_tablespaces(), 500_000, 500_000);
-        assert!(rows[0].advice.contains("50.0 % of this database's block reads miss shared buffers"));
+        assert!(rows[0]
+            .advice
+            .contains("50.0 % of this database's block reads miss shared buffers"));
         // lab_disk: 100 / 9.765625 x 0.5 = 5.12
-        assert!(rows[0].statement.as_deref().unwrap().contains("random_page_cost = 5.12"));
+        assert!(rows[0]
+            .statement
+            .as_deref()
+            .unwrap()
+            .contains("random_page_cost = 5.12"));
     }
 
     #[test]
     fn without_pg_defaults_sequential_reads_nothing_is_priced() {
         let mut figures = two_tablespaces();
-        figures.get_mut("pg_default").unwrap().workloads.remove("seqread");
+        figures
+            .get_mut("pg_default")
+            .unwrap()
+            .workloads
+            .remove("seqread");
         let rows = advise(&figures, 0, 0);
         assert_eq!(rows.len(), 1);
         assert!(rows[0].advice.contains("pg_default's sequential reads"));
@@ -409,7 +444,9 @@ mod tests {
         }
         let rows = advise(&figures, 0, 0);
         assert_eq!(rows.len(), 1);
-        assert!(rows[0].advice.contains("random and sequential reads of any tablespace"));
+        assert!(rows[0]
+            .advice
+            .contains("random and sequential reads of any tablespace"));
     }
 
     #[test]
@@ -419,7 +456,11 @@ mod tests {
         figures.get_mut("lab_disk").unwrap().scaling.clear();
         let rows = advise(&figures, 0, 0);
         assert_eq!(rows.len(), 2, "pg_wal is no tablespace");
-        assert!(!rows[0].statement.as_deref().unwrap().contains("effective_io_concurrency"));
+        assert!(!rows[0]
+            .statement
+            .as_deref()
+            .unwrap()
+            .contains("effective_io_concurrency"));
         assert!(rows[0].advice.contains("for effective_io_concurrency, measure reads at several queue depths first: SELECT * FROM storlab.profile('lab_disk'"));
     }
 }

@@ -48,11 +48,9 @@ pub fn advise(experiments: &[Experiment], ctx: &Context) -> Advice {
                 .iter()
                 .find(|x| x.layout == *base && x.fillfactor == top && x.clients == c.clients);
             let (a, b) = (&c.tps, top_cell.map(|t| t.tps.as_slice()).unwrap_or(&[]));
-            let (Some(w), Some(sa), Some(sb)) = (
-                stats::welch(a, b),
-                stats::summarize(a),
-                stats::summarize(b),
-            ) else {
+            let (Some(w), Some(sa), Some(sb)) =
+                (stats::welch(a, b), stats::summarize(a), stats::summarize(b))
+            else {
                 continue;
             };
             let (ma, mb) = (sa.mean, sb.mean);
@@ -154,12 +152,18 @@ mod tests {
     #[test]
     fn no_experiment_compared_fillfactors() {
         let a = advise(&[], &Context::default());
-        assert_eq!(a.advice, "nothing measured yet: no experiment compared fillfactors; measure first");
+        assert_eq!(
+            a.advice,
+            "nothing measured yet: no experiment compared fillfactors; measure first"
+        );
         assert_eq!(a.statement.as_deref(), Some(COMPARE_FILLFACTORS_CALL));
         // one fillfactor only: nothing compared either
         let mut e = experiment(&[120.0]);
         e.cells.retain(|c| c.fillfactor == 100);
-        assert_eq!(advise(&[e], &Context::default()).statement.as_deref(), Some(COMPARE_FILLFACTORS_CALL));
+        assert_eq!(
+            advise(&[e], &Context::default()).statement.as_deref(),
+            Some(COMPARE_FILLFACTORS_CALL)
+        );
     }
 
     #[test]
@@ -174,7 +178,10 @@ mod tests {
             a.expected_gain.as_deref(),
             Some("TPS +19.0 % (Welch p = 0.0080) at 8 clients in experiment 9003 \"advice figures\"; space: logical +40 %, stored unknown")
         );
-        assert_eq!(a.statement.as_deref(), Some("ALTER TABLE \"my schema\".pgbench_accounts SET (fillfactor = 70)"));
+        assert_eq!(
+            a.statement.as_deref(),
+            Some("ALTER TABLE \"my schema\".pgbench_accounts SET (fillfactor = 70)")
+        );
         // without pgbench's tables: no statement to run
         let a = advise(&[experiment(&[120.0, 125.0, 130.0])], &Context::default());
         assert_eq!(a.statement, None);
@@ -182,7 +189,11 @@ mod tests {
 
     #[test]
     fn noise_one_run_or_worse_keeps_the_default() {
-        for ff70 in [&[100.0, 115.0, 104.0][..], &[120.0][..], &[90.0, 91.0, 92.0][..]] {
+        for ff70 in [
+            &[100.0, 115.0, 104.0][..],
+            &[120.0][..],
+            &[90.0, 91.0, 92.0][..],
+        ] {
             let a = advise(&[experiment(ff70)], &Context::default());
             assert_eq!(a.target, None, "{ff70:?}");
             assert_eq!(a.advice, "no fillfactor beat the highest one significantly in the experiments that compared them (9003): keep the default");

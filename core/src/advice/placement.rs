@@ -65,7 +65,10 @@ impl Purpose {
         match self {
             Purpose::Indexes => {
                 let r = repeats("randread");
-                (r.iter().map(|p| p.p99_us).collect(), r.iter().map(|p| p.id).collect())
+                (
+                    r.iter().map(|p| p.p99_us).collect(),
+                    r.iter().map(|p| p.id).collect(),
+                )
             }
             Purpose::Temp => {
                 let (r, w) = (repeats("seqread"), repeats("seqwrite"));
@@ -113,9 +116,7 @@ impl Purpose {
 /// block device? (tmpfs mounts all name the device "tmpfs": only a
 /// /dev/ path names one device.)
 pub fn same_volume(a: &Figures, b: &Figures) -> bool {
-    let same = |x: &Option<String>, y: &Option<String>| {
-        matches!((x, y), (Some(x), Some(y)) if !x.is_empty() && x == y)
-    };
+    let same = |x: &Option<String>, y: &Option<String>| matches!((x, y), (Some(x), Some(y)) if !x.is_empty() && x == y);
     same(&a.mount, &b.mount)
         || (same(&a.device, &b.device)
             && a.device.as_deref().is_some_and(|d| d.starts_with("/dev/")))
@@ -212,7 +213,8 @@ pub fn advise(
         return won;
     }
     let what = purpose.topic();
-    let allowed = |ts: &str, f: &Figures| ts != "pg_wal" && (purpose == Purpose::Temp || !f.volatile);
+    let allowed =
+        |ts: &str, f: &Figures| ts != "pg_wal" && (purpose == Purpose::Temp || !f.volatile);
     let measured: Vec<(&str, &Figures, Vec<f64>, Vec<i64>)> = figures
         .iter()
         .filter(|(ts, f)| allowed(ts, f))
@@ -222,7 +224,11 @@ pub fn advise(
         })
         .collect();
     if measured.is_empty() {
-        return Advice::measure_first(what, "the tablespaces' random and sequential I/O", COMPARE_CALL);
+        return Advice::measure_first(
+            what,
+            "the tablespaces' random and sequential I/O",
+            COMPARE_CALL,
+        );
     }
     let current = purpose.current(ctx);
     let now = figures.get(current);
@@ -230,32 +236,40 @@ pub fn advise(
         .iter()
         .filter(|(ts, f, _, _)| *ts != current && now.is_none_or(|now| !same_volume(now, f)))
         .collect();
-    let Some((ts, f, xs, ids)) = candidates
-        .iter()
-        .copied()
-        .min_by(|a, b| {
-            let (a, b) = (mean(&a.2), mean(&b.2));
-            if purpose.better(a, b) {
-                std::cmp::Ordering::Less
-            } else if purpose.better(b, a) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-    else {
-        let same: Vec<&str> = measured.iter().map(|m| m.0).filter(|t| *t != current).collect();
+    let Some((ts, f, xs, ids)) = candidates.iter().copied().min_by(|a, b| {
+        let (a, b) = (mean(&a.2), mean(&b.2));
+        if purpose.better(a, b) {
+            std::cmp::Ordering::Less
+        } else if purpose.better(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    }) else {
+        let same: Vec<&str> = measured
+            .iter()
+            .map(|m| m.0)
+            .filter(|t| *t != current)
+            .collect();
         return Advice::new(
             what,
             Some(current),
             format!(
                 "{} stay on {current}: no other {}tablespace measured is on another volume{}",
                 purpose.noun(),
-                if purpose == Purpose::Indexes { "durable " } else { "" },
+                if purpose == Purpose::Indexes {
+                    "durable "
+                } else {
+                    ""
+                },
                 if same.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({} share{} its filesystem or device: the same storage)", same.join(", "), if same.len() == 1 { "s" } else { "" })
+                    format!(
+                        " ({} share{} its filesystem or device: the same storage)",
+                        same.join(", "),
+                        if same.len() == 1 { "s" } else { "" }
+                    )
                 }
             ),
             None,
@@ -293,7 +307,12 @@ pub fn advise(
         let now_said = if now_xs.is_empty() {
             "no figures".to_string()
         } else {
-            format!("{} over {} probe{}", purpose.figure_said(mean(&now_xs)), now_xs.len(), if now_xs.len() == 1 { "" } else { "s" })
+            format!(
+                "{} over {} probe{}",
+                purpose.figure_said(mean(&now_xs)),
+                now_xs.len(),
+                if now_xs.len() == 1 { "" } else { "s" }
+            )
         };
         return Advice::new(
             what,
@@ -340,7 +359,7 @@ pub fn advise(
     Advice::new(
         what,
         Some(ts),
-        format!("{what} on {ts}: the best {figure} of the {}tablespaces on another volume than {current}, significantly better; evidence: probes only, no experiment placed {noun} differently and won.{ram}", if purpose == Purpose::Indexes { "durable " } else { "" }),
+        format!("{noun} on {ts}: the best {figure} of the {}tablespaces on another volume than {current}, significantly better; evidence: probes only, no experiment placed {noun} differently and won.{ram}", if purpose == Purpose::Indexes { "durable " } else { "" }),
         Some(statement(purpose, ts, ctx)),
         Some(compared),
         evidence,
@@ -408,23 +427,43 @@ mod tests {
     fn volumes() {
         let root = volume("/", "/dev/vda1");
         assert!(same_volume(&root, &volume("/", "/dev/vda1")));
-        assert!(same_volume(&root, &volume("/", "overlay")), "one mount point");
-        assert!(same_volume(&root, &volume("/srv", "/dev/vda1")), "one device");
+        assert!(
+            same_volume(&root, &volume("/", "overlay")),
+            "one mount point"
+        );
+        assert!(
+            same_volume(&root, &volume("/srv", "/dev/vda1")),
+            "one device"
+        );
         assert!(!same_volume(&root, &volume("/srv", "/dev/vdb")));
-        assert!(!same_volume(&volume("/dev/shm", "tmpfs"), &volume("/run", "tmpfs")), "tmpfs names no device");
-        assert!(!same_volume(&Figures::default(), &Figures::default()), "unknown is not the same");
+        assert!(
+            !same_volume(&volume("/dev/shm", "tmpfs"), &volume("/run", "tmpfs")),
+            "tmpfs names no device"
+        );
+        assert!(
+            !same_volume(&Figures::default(), &Figures::default()),
+            "unknown is not the same"
+        );
     }
 
     #[test]
     fn no_figures_measure_first() {
         for p in [Purpose::Indexes, Purpose::Temp] {
             let a = advise(p, &ByTablespace::new(), &[], &ctx());
-            assert_eq!(a.advice, "nothing measured yet: the tablespaces' random and sequential I/O; measure first");
+            assert_eq!(
+                a.advice,
+                "nothing measured yet: the tablespaces' random and sequential I/O; measure first"
+            );
             assert_eq!(a.statement.as_deref(), Some(COMPARE_CALL));
         }
         // RAM only: nowhere durable for indexes
-        let figures = ByTablespace::from([("lab_ram".into(), reads(volume("/dev/shm", "tmpfs"), 1, &[5.0]))]);
-        assert!(advise(Purpose::Indexes, &figures, &[], &ctx()).advice.starts_with("nothing measured yet"));
+        let figures = ByTablespace::from([(
+            "lab_ram".into(),
+            reads(volume("/dev/shm", "tmpfs"), 1, &[5.0]),
+        )]);
+        assert!(advise(Purpose::Indexes, &figures, &[], &ctx())
+            .advice
+            .starts_with("nothing measured yet"));
     }
 
     /// `make demo`'s case: lab_disk is a folder on pg_default's
@@ -432,9 +471,18 @@ mod tests {
     #[test]
     fn a_tablespace_on_the_same_volume_is_no_candidate() {
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[75.0])),
-            ("lab_disk".into(), reads(volume("/", "/dev/vda1"), 2, &[63.0])),
-            ("lab_ram".into(), reads(volume("/dev/shm", "tmpfs"), 3, &[2.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[75.0]),
+            ),
+            (
+                "lab_disk".into(),
+                reads(volume("/", "/dev/vda1"), 2, &[63.0]),
+            ),
+            (
+                "lab_ram".into(),
+                reads(volume("/dev/shm", "tmpfs"), 3, &[2.0]),
+            ),
         ]);
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target.as_deref(), Some("pg_default"));
@@ -442,17 +490,34 @@ mod tests {
         assert_eq!(a.advice, "indexes stay on pg_default: no other durable tablespace measured is on another volume (lab_disk shares its filesystem or device: the same storage)");
         // even with many probes that differ significantly
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[75.0, 76.0, 74.0])),
-            ("lab_disk".into(), reads(volume("/", "/dev/vda1"), 4, &[63.0, 62.0, 64.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[75.0, 76.0, 74.0]),
+            ),
+            (
+                "lab_disk".into(),
+                reads(volume("/", "/dev/vda1"), 4, &[63.0, 62.0, 64.0]),
+            ),
         ]);
-        assert_eq!(advise(Purpose::Indexes, &figures, &[], &ctx()).target.as_deref(), Some("pg_default"));
+        assert_eq!(
+            advise(Purpose::Indexes, &figures, &[], &ctx())
+                .target
+                .as_deref(),
+            Some("pg_default")
+        );
     }
 
     #[test]
     fn one_probe_each_cannot_tell_and_says_how_to_measure_more() {
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[75.0])),
-            ("lab_xfs".into(), reads(volume("/mnt/xfs", "/dev/loop1"), 2, &[63.0, 60.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[75.0]),
+            ),
+            (
+                "lab_xfs".into(),
+                reads(volume("/mnt/xfs", "/dev/loop1"), 2, &[63.0, 60.0]),
+            ),
         ]);
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target, None);
@@ -464,19 +529,36 @@ mod tests {
         let mut ctx = ctx();
         ctx.index_tablespace = "lab_btrfs".into();
         let a = advise(Purpose::Indexes, &figures, &[], &ctx);
-        assert!(a.advice.contains("than where they are, on lab_btrfs (no figures)"), "{}", a.advice);
-        assert!(a.statement.unwrap().contains("ARRAY['lab_btrfs', 'lab_xfs']"));
+        assert!(
+            a.advice
+                .contains("than where they are, on lab_btrfs (no figures)"),
+            "{}",
+            a.advice
+        );
+        assert!(a
+            .statement
+            .unwrap()
+            .contains("ARRAY['lab_btrfs', 'lab_xfs']"));
     }
 
     #[test]
     fn a_significant_difference_moves_them() {
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[75.0, 77.0, 73.0])),
-            ("lab_xfs".into(), reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[63.0, 62.0, 64.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[75.0, 77.0, 73.0]),
+            ),
+            (
+                "lab_xfs".into(),
+                reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[63.0, 62.0, 64.0]),
+            ),
         ]);
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target.as_deref(), Some("lab_xfs"));
-        assert_eq!(a.statement.as_deref(), Some("SELECT * FROM storlab.apply_layout(NULL, 'lab_xfs', 'bench')"));
+        assert_eq!(
+            a.statement.as_deref(),
+            Some("SELECT * FROM storlab.apply_layout(NULL, 'lab_xfs', 'bench')")
+        );
         let p = a.evidence["p_value"].as_f64().unwrap();
         assert!(p < ALPHA, "{p}");
         assert_eq!(a.expected_gain.unwrap(), format!("8 kB random read p99 63 us on lab_xfs, 75 us on pg_default, over 3 and 3 probes (Welch p = {p:.4})"));
@@ -486,8 +568,14 @@ mod tests {
     fn noise_or_worse_stays() {
         // overlapping figures: not significant
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[75.0, 60.0, 90.0])),
-            ("lab_xfs".into(), reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[63.0, 80.0, 58.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[75.0, 60.0, 90.0]),
+            ),
+            (
+                "lab_xfs".into(),
+                reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[63.0, 80.0, 58.0]),
+            ),
         ]);
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target.as_deref(), Some("pg_default"));
@@ -495,8 +583,14 @@ mod tests {
         assert!(a.advice.starts_with("indexes stay on pg_default: no tablespace on another volume is significantly better (8 kB random read p99 67 us on lab_xfs, 75 us on pg_default, over 3 and 3 probes (Welch p = "), "{}", a.advice);
         // worse by the figures there are, too few to test: stays, nothing to measure
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[270.0])),
-            ("lab_ext4".into(), reads(volume("/mnt/ext4", "/dev/loop2"), 4, &[3934.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[270.0]),
+            ),
+            (
+                "lab_ext4".into(),
+                reads(volume("/mnt/ext4", "/dev/loop2"), 4, &[3934.0]),
+            ),
         ]);
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target.as_deref(), Some("pg_default"));
@@ -504,58 +598,125 @@ mod tests {
         assert_eq!(a.advice, "indexes stay on pg_default: no tablespace on another volume measured better (8 kB random read p99 270 us on pg_default over 1 probe, the best elsewhere 3934 us on lab_ext4 over 1)");
         // significantly worse: stays too
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[63.0, 62.0, 64.0])),
-            ("lab_xfs".into(), reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[75.0, 77.0, 73.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[63.0, 62.0, 64.0]),
+            ),
+            (
+                "lab_xfs".into(),
+                reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[75.0, 77.0, 73.0]),
+            ),
         ]);
-        assert_eq!(advise(Purpose::Indexes, &figures, &[], &ctx()).target.as_deref(), Some("pg_default"));
+        assert_eq!(
+            advise(Purpose::Indexes, &figures, &[], &ctx())
+                .target
+                .as_deref(),
+            Some("pg_default")
+        );
         // ties: identical figures, not better: where they are
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[70.0, 70.0, 70.0])),
-            ("lab_xfs".into(), reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[70.0, 70.0, 70.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[70.0, 70.0, 70.0]),
+            ),
+            (
+                "lab_xfs".into(),
+                reads(volume("/mnt/xfs", "/dev/loop1"), 4, &[70.0, 70.0, 70.0]),
+            ),
         ]);
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target.as_deref(), Some("pg_default"));
-        assert!(a.advice.starts_with("indexes stay on pg_default: no tablespace on another volume measured better"));
+        assert!(a.advice.starts_with(
+            "indexes stay on pg_default: no tablespace on another volume measured better"
+        ));
         // two candidates that tie with each other: the first by name is tested
         let figures = ByTablespace::from([
-            ("pg_default".into(), reads(volume("/", "/dev/vda1"), 1, &[75.0, 77.0, 73.0])),
-            ("lab_b".into(), reads(volume("/mnt/b", "/dev/loop2"), 4, &[63.0, 62.0, 64.0])),
-            ("lab_a".into(), reads(volume("/mnt/a", "/dev/loop1"), 7, &[63.0, 62.0, 64.0])),
+            (
+                "pg_default".into(),
+                reads(volume("/", "/dev/vda1"), 1, &[75.0, 77.0, 73.0]),
+            ),
+            (
+                "lab_b".into(),
+                reads(volume("/mnt/b", "/dev/loop2"), 4, &[63.0, 62.0, 64.0]),
+            ),
+            (
+                "lab_a".into(),
+                reads(volume("/mnt/a", "/dev/loop1"), 7, &[63.0, 62.0, 64.0]),
+            ),
         ]);
-        assert_eq!(advise(Purpose::Indexes, &figures, &[], &ctx()).target.as_deref(), Some("lab_a"));
+        assert_eq!(
+            advise(Purpose::Indexes, &figures, &[], &ctx())
+                .target
+                .as_deref(),
+            Some("lab_a")
+        );
     }
 
     #[test]
     fn temp_files_may_go_to_ram_when_significantly_faster() {
         let figures = ByTablespace::from([
-            ("pg_default".into(), streams(volume("/", "/dev/vda1"), 1, &[800.0, 810.0, 790.0])),
-            ("lab_ram".into(), streams(volume("/dev/shm", "tmpfs"), 10, &[22000.0, 21900.0, 22100.0])),
+            (
+                "pg_default".into(),
+                streams(volume("/", "/dev/vda1"), 1, &[800.0, 810.0, 790.0]),
+            ),
+            (
+                "lab_ram".into(),
+                streams(
+                    volume("/dev/shm", "tmpfs"),
+                    10,
+                    &[22000.0, 21900.0, 22100.0],
+                ),
+            ),
         ]);
         let mut ctx = ctx();
         ctx.quoted_database = "\"my db\"".into();
         let a = advise(Purpose::Temp, &figures, &[], &ctx);
         assert_eq!(a.target.as_deref(), Some("lab_ram"));
-        assert_eq!(a.statement.as_deref(), Some("ALTER DATABASE \"my db\" SET temp_tablespaces = 'lab_ram'"));
-        assert!(a.advice.ends_with("It is RAM: size it for the largest sort or hash that spills."));
+        assert_eq!(
+            a.statement.as_deref(),
+            Some("ALTER DATABASE \"my db\" SET temp_tablespaces = 'lab_ram'")
+        );
+        assert!(a.advice.starts_with("temp files on lab_ram: the best sequential read + write throughput of the tablespaces on another volume than pg_default, significantly better; evidence: probes only"), "{}", a.advice);
+        assert!(a
+            .advice
+            .ends_with("It is RAM: size it for the largest sort or hash that spills."));
         // each repetition pairs a read with a write: both ids named
         assert_eq!(a.evidence["probes"], json!([10, 110, 11, 111, 12, 112]));
         // one pair each: cannot tell, and the call measures both workloads
         let figures = ByTablespace::from([
-            ("pg_default".into(), streams(volume("/", "/dev/vda1"), 1, &[800.0])),
-            ("lab_ram".into(), streams(volume("/dev/shm", "tmpfs"), 10, &[22000.0])),
+            (
+                "pg_default".into(),
+                streams(volume("/", "/dev/vda1"), 1, &[800.0]),
+            ),
+            (
+                "lab_ram".into(),
+                streams(volume("/dev/shm", "tmpfs"), 10, &[22000.0]),
+            ),
         ]);
         let a = advise(Purpose::Temp, &figures, &[], &ctx);
         assert_eq!(a.target, None);
         assert!(a.advice.starts_with("cannot tell yet whether temp files would be better on lab_ram (sequential read + write throughput 22000 MiB/s over 1 probe) than where they are, on pg_default (800 MiB/s over 1 probe)"), "{}", a.advice);
-        assert!(a.statement.unwrap().contains("unnest('{seqread,seqwrite}'::text[]) AS w"));
+        assert!(a
+            .statement
+            .unwrap()
+            .contains("unnest('{seqread,seqwrite}'::text[]) AS w"));
     }
 
     #[test]
     fn an_experiment_that_won_decides_first() {
         let layouts = vec![
-            ("base".to_string(), json!({"tables": "lab_disk", "indexes": "lab_disk", "temp": null})),
-            ("fast".to_string(), json!({"tables": "lab_disk", "indexes": "lab_ram", "temp": null})),
-            ("slow".to_string(), json!({"tables": "lab_disk", "indexes": "lab_xfs", "temp": null})),
+            (
+                "base".to_string(),
+                json!({"tables": "lab_disk", "indexes": "lab_disk", "temp": null}),
+            ),
+            (
+                "fast".to_string(),
+                json!({"tables": "lab_disk", "indexes": "lab_ram", "temp": null}),
+            ),
+            (
+                "slow".to_string(),
+                json!({"tables": "lab_disk", "indexes": "lab_xfs", "temp": null}),
+            ),
         ];
         let cell = |layout: &str, pct: f64, significant: bool| Cell {
             layout: layout.into(),
@@ -570,12 +731,27 @@ mod tests {
             id: 7,
             name: "ix".into(),
             layouts,
-            cells: vec![cell("base", 0.0, false), cell("fast", 20.0, true), cell("slow", 40.0, false)],
+            cells: vec![
+                cell("base", 0.0, false),
+                cell("fast", 20.0, true),
+                cell("slow", 40.0, false),
+            ],
         };
-        let a = advise(Purpose::Indexes, &ByTablespace::new(), &[e.clone()], &ctx());
-        assert_eq!(a.target.as_deref(), Some("lab_ram"), "the significant win, not the larger noise");
+        let a = advise(
+            Purpose::Indexes,
+            &ByTablespace::new(),
+            std::slice::from_ref(&e),
+            &ctx(),
+        );
+        assert_eq!(
+            a.target.as_deref(),
+            Some("lab_ram"),
+            "the significant win, not the larger noise"
+        );
         assert_eq!(a.expected_gain.as_deref(), Some("TPS +20.0 % (Welch p = 0.0010) at 8 clients, fillfactor 100, in experiment 7 \"ix\""));
         // temp was the same in every layout: the probes decide
-        assert!(advise(Purpose::Temp, &ByTablespace::new(), &[e], &ctx()).advice.starts_with("nothing measured yet"));
+        assert!(advise(Purpose::Temp, &ByTablespace::new(), &[e], &ctx())
+            .advice
+            .starts_with("nothing measured yet"));
     }
 }

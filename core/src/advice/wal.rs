@@ -113,7 +113,11 @@ mod tests {
         let mut f = Figures {
             volatile,
             mount: Some(mount.into()),
-            device: Some(if volatile { "tmpfs".into() } else { "/dev/vdb".into() }),
+            device: Some(if volatile {
+                "tmpfs".into()
+            } else {
+                "/dev/vdb".into()
+            }),
             ..Figures::default()
         };
         f.workloads.insert(
@@ -139,7 +143,10 @@ mod tests {
     #[test]
     fn no_wal_figures_measure_them() {
         let a = advise(&ByTablespace::new());
-        assert_eq!(a.advice, "nothing measured yet: pg_wal's commit latency; measure first");
+        assert_eq!(
+            a.advice,
+            "nothing measured yet: pg_wal's commit latency; measure first"
+        );
         assert_eq!(a.statement.as_deref(), Some(COMPARE_CALL));
         // tablespaces measured, pg_wal not
         let figures = ByTablespace::from([("lab_disk".into(), volume("/srv/d", false, 1.0, 1))]);
@@ -154,11 +161,18 @@ mod tests {
             ("lab_ram".into(), volume("/dev/shm", true, 0.5, 3)),
         ]);
         let a = advise(&figures);
-        assert_eq!(a.target.as_deref(), Some("lab_disk"), "never the faster RAM");
+        assert_eq!(
+            a.target.as_deref(),
+            Some("lab_disk"),
+            "never the faster RAM"
+        );
         assert!(a.advice.starts_with("pg_wal (on /srv/pg_wal) commits in 300 us p99; the volume of tablespace lab_disk (/srv/lab_disk) in 1 us. Moving pg_wal is done offline"));
         assert!(a.advice.contains("mkdir -m 700 /srv/lab_disk/pg_wal"));
         assert_eq!(a.statement, None, "moved offline");
-        assert_eq!(a.expected_gain.as_deref(), Some("WAL commit p99 300 -> 1 us (-100 %), p50 150 -> 0 us"));
+        assert_eq!(
+            a.expected_gain.as_deref(),
+            Some("WAL commit p99 300 -> 1 us (-100 %), p50 150 -> 0 us")
+        );
         assert_eq!(a.evidence["probes"], json!([1, 2]));
     }
 
@@ -170,7 +184,9 @@ mod tests {
         ]);
         let a = advise(&figures);
         assert_eq!(a.target.as_deref(), Some("pg_wal"));
-        assert!(a.advice.ends_with("no durable volume measured commits more than a tenth faster; leave it where it is"));
+        assert!(a.advice.ends_with(
+            "no durable volume measured commits more than a tenth faster; leave it where it is"
+        ));
         // far faster, but on pg_wal's volume: noise, not a place
         figures.insert("lab_same".into(), volume("/srv/pg_wal", false, 1.0, 3));
         assert_eq!(advise(&figures).target.as_deref(), Some("pg_wal"));

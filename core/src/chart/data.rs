@@ -66,12 +66,14 @@ pub struct SuiteFigure {
 pub fn tablespace_figures(rows: &[SuiteFigure]) -> Vec<TablespaceFigures> {
     let mut by: BTreeMap<&str, TablespaceFigures> = BTreeMap::new();
     for r in rows {
-        let t = by.entry(&r.tablespace).or_insert_with(|| TablespaceFigures {
-            tablespace: r.tablespace.clone(),
-            randread_p99_us: None,
-            wal_commit_p99_us: None,
-            seq_mib_s: None,
-        });
+        let t = by
+            .entry(&r.tablespace)
+            .or_insert_with(|| TablespaceFigures {
+                tablespace: r.tablespace.clone(),
+                randread_p99_us: None,
+                wal_commit_p99_us: None,
+                seq_mib_s: None,
+            });
         let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -110,7 +112,10 @@ pub fn run_title(r: &RunHead) -> String {
         r.id,
         r.script.as_deref().unwrap_or(""),
         r.clients.map(|c| c.to_string()).unwrap_or_default(),
-        r.label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default(),
+        r.label
+            .as_ref()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default(),
         r.invalid
             .as_ref()
             .map(|i| format!(", invalid: {i}"))
@@ -180,8 +185,16 @@ mod tests {
         ];
         let profile = curves(&points, PROFILE_MORE_THAN);
         let labels: Vec<&str> = profile.iter().map(|s| s.label.as_str()).collect();
-        assert_eq!(labels, ["lab_disk randread", "pg_default randread"], "one point is no curve");
-        assert_eq!(profile[1].points, [(1.0, 10.0), (2.0, 20.0), (4.0, 40.0)], "by x");
+        assert_eq!(
+            labels,
+            ["lab_disk randread", "pg_default randread"],
+            "one point is no curve"
+        );
+        assert_eq!(
+            profile[1].points,
+            [(1.0, 10.0), (2.0, 20.0), (4.0, 40.0)],
+            "by x"
+        );
         // depths: the suite's own two (1 and 32) are no curve either
         let depths = curves(&points, DEPTHS_MORE_THAN);
         assert_eq!(depths.len(), 1);
@@ -253,10 +266,16 @@ mod tests {
             workers: 1,
             tablespace: "lab_disk".into(),
         };
-        assert_eq!(probe_title(&probe), "Probe 5: randread, 8 kB blocks, 1 worker on lab_disk");
+        assert_eq!(
+            probe_title(&probe),
+            "Probe 5: randread, 8 kB blocks, 1 worker on lab_disk"
+        );
         probe.workers = 4;
         probe.block_size = 512;
-        assert_eq!(probe_title(&probe), "Probe 5: randread, 0 kB blocks, 4 workers on lab_disk");
+        assert_eq!(
+            probe_title(&probe),
+            "Probe 5: randread, 0 kB blocks, 4 workers on lab_disk"
+        );
     }
 
     #[test]
