@@ -91,17 +91,10 @@ fn bench_start(
         &required(options, "options").0,
     )
     .or_raise();
-    // pgbench finds its tables through the role's default search_path,
-    // "$user", public unless ALTER ROLE / DATABASE changed it; this
-    // function runs behind a fixed one, so it looks where pgbench will.
-    // The job checks again with the role's real settings.
-    let schema = Spi::get_one::<String>(
-        "SELECT (SELECT n.nspname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                  WHERE c.relname = 'pgbench_accounts' AND c.relkind IN ('r', 'p')
-                    AND n.nspname IN (current_user, 'public')
-                  ORDER BY n.nspname = current_user DESC LIMIT 1)",
-    );
-    let Ok(Some(schema)) = schema else {
+    // pgbench finds its tables through the role's default search_path;
+    // the job checks again with the role's real settings.
+    let schema = crate::ops::pgbench::pgbench_schema();
+    let Some(schema) = schema else {
         Error::new(
             SqlState::UndefinedTable,
             "pgbench's tables are missing in this database: create them with SELECT storlab.bench_init()",

@@ -3,15 +3,19 @@
 //! `identity`). The SQL functions (`api`) and the background worker
 //! (`jobs`) both use them; neither imports the other.
 
+pub mod advice;
 pub mod backend_wait;
+pub mod chart;
 pub mod checks;
 pub mod error;
 pub mod experiment;
 pub mod identity;
 pub mod jobs;
+pub mod pgbench;
 pub mod probe;
 pub mod record;
 pub mod relocate;
+pub mod report;
 pub mod server;
 pub mod settings;
 pub mod suite;

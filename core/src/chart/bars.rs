@@ -217,7 +217,7 @@ pub fn experiment(title: &str, bars: &[ExperimentBar]) -> Result<String> {
 }
 
 /// The newest standard-suite figures of one tablespace (or pg_wal).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TablespaceFigures {
     pub tablespace: String,
     pub randread_p99_us: Option<f64>,

@@ -14,7 +14,7 @@ pub struct ProgressPoint {
 }
 
 /// A named line of (x, y) points.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,

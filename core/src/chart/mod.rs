@@ -1,7 +1,7 @@
 //! SVG charts of stored results, drawn with plotters' SVG backend (text is
 //! left to the viewer as `<text>` elements: no fonts needed here). Pure:
 //! each chart takes plain figures and returns a standalone SVG document;
-//! `crate::api::chart` reads the figures from storlab's tables.
+//! `ops::chart` in the extension reads the figures from storlab's tables.
 //!
 //! - `experiment`: TPS per layout with 95 % CI whiskers, the improvement
 //!   over the baseline written on each bar (marked "n.s." where Welch's
@@ -13,10 +13,13 @@
 //! - `tablespaces`: the newest standard-suite figures side by side, one
 //!   panel per figure.
 //!
+//! `data` shapes what they draw (series, labels, titles) from stored rows.
+//!
 //! Colours differ in lightness as well as hue and every line has its own
 //! marker, so that series stay apart printed in grey.
 
 mod bars;
+pub mod data;
 mod lines;
 mod style;
 

@@ -96,15 +96,6 @@ pub fn append_table_ddl(tablespace: Option<&str>, index_tablespace: Option<&str>
     sql
 }
 
-/// An identifier always in double quotes. Only the advice's
-/// `ALTER TABLESPACE` text still uses it (its expected output shows
-/// `"pg_default"`); everything else quotes with [`sql_text::ident`], and so
-/// should the advice once it moves into the core, when this goes.
-#[doc(hidden)]
-pub fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 const BUILTINS: [Script; 3] = [
     Script {
         name: "tpcb-like",

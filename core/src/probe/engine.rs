@@ -972,7 +972,11 @@ mod tests {
         };
         let r = run_probe(&spec, &mut never()).unwrap();
         assert!(r.elapsed >= Duration::from_millis(500), "{:?}", r.elapsed);
-        assert!(r.elapsed < Duration::from_secs(50), "stopped by its duration, not its precision: {:?}", r.elapsed);
+        assert!(
+            r.elapsed < Duration::from_secs(50),
+            "stopped by its duration, not its precision: {:?}",
+            r.elapsed
+        );
         assert!(r.iops_ci95_pct.unwrap() <= 10.0, "{:?}", r.iops_ci95_pct);
         // a fixed probe reports its precision too, without stopping early
         let fixed = ProbeSpec {

@@ -1,0 +1,100 @@
+//! The figures advice is decided from, as `ops::advice` reads them: the
+//! newest standard-suite probes per tablespace (and pg_wal), repeated
+//! probes of the same workload, done experiments with their reports' cells,
+//! and a few facts of the database.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// One stored probe's figures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Probe {
+    pub id: i64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub mib_s: f64,
+}
+
+/// What is stored of one tablespace (or pg_wal).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    /// on storage a reboot empties (tmpfs, zram)
+    pub volatile: bool,
+    /// the mount point of its filesystem
+    pub mount: Option<String>,
+    /// the device its filesystem is mounted from
+    pub device: Option<String>,
+    /// the newest 1-worker standard-suite probe of each workload
+    pub workloads: BTreeMap<String, Probe>,
+    /// randread IOPS by workers (the newest probe at each count), with ids
+    pub scaling: Vec<(i32, f64, i64)>,
+    /// randread IOPS of one reader by queue depth (the newest probe at
+    /// each depth, depth 1 included), with ids
+    pub depths: Vec<(i32, f64, i64)>,
+    /// every stored probe of one worker at queue depth 1, direct, at the
+    /// standard suite's block size of the workload (randread, seqread,
+    /// seqwrite), newest first: the repeated figures a difference between
+    /// two tablespaces is tested on
+    pub repeats: BTreeMap<String, Vec<Probe>>,
+}
+
+/// Figures by tablespace name ("pg_wal" for the WAL's folder).
+pub type ByTablespace = BTreeMap<String, Figures>;
+
+/// A done experiment: its layouts' placements and its report's cells.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Experiment {
+    pub id: i64,
+    pub name: String,
+    /// (name, placement) in order, the baseline first
+    pub layouts: Vec<(String, Value)>,
+    pub cells: Vec<Cell>,
+}
+
+/// One (layout, fillfactor, clients) cell of an experiment's report.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cell {
+    pub layout: String,
+    pub fillfactor: i32,
+    pub clients: i32,
+    /// TPS of each run the report pooled
+    pub tps: Vec<f64>,
+    pub improvement_pct: Option<f64>,
+    pub p_value: Option<f64>,
+    pub significant: Option<bool>,
+    pub logical_bytes: Option<i64>,
+    pub stored_bytes: Option<i64>,
+}
+
+/// Facts of the database the advice is for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Context {
+    /// pg_stat_database's counters of this database
+    pub blks_read: i64,
+    pub blks_hit: i64,
+    /// the database's name as an identifier in SQL (quoted where needed)
+    pub quoted_database: String,
+    /// where pgbench finds its tables for the caller (None: no tables)
+    pub pgbench_schema: Option<String>,
+    /// where pgbench's indexes are now (the database's default tablespace
+    /// without pgbench tables)
+    pub index_tablespace: String,
+    /// where temp files go now: temp_tablespaces' first, else the
+    /// database's default tablespace
+    pub temp_tablespace: String,
+}
+
+impl Default for Context {
+    fn default() -> Context {
+        Context {
+            blks_read: 0,
+            blks_hit: 0,
+            quoted_database: "postgres".into(),
+            pgbench_schema: None,
+            index_tablespace: "pg_default".into(),
+            temp_tablespace: "pg_default".into(),
+        }
+    }
+}

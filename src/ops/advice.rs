@@ -1,0 +1,213 @@
+//! The figures `storlab.recommend()` decides from, read as the caller
+//! (SELECT on storlab's tables, granted to pg_monitor, and the catalog),
+//! handed to `storlab_core::advice`, which decides.
+
+use pgrx::prelude::*;
+
+use super::error::{spi, OrRaise};
+use super::pgbench::pgbench_schema;
+use super::report::experiment_report;
+use super::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
+use storlab_core::advice::{self, Advice, ByTablespace, Cell, Context, Experiment, Figures, Probe};
+use storlab_core::sql_text::ident;
+
+/// Repeated probes read per tablespace and workload, the newest.
+const REPEATS_READ: i64 = 10;
+
+/// Every topic's advice.
+pub fn recommend() -> Vec<Advice> {
+    let figures = newest_figures();
+    let experiments = done_experiments();
+    advice::recommend(&figures, &experiments, &context())
+}
+
+/// The database's facts: its counters, name, pgbench's schema, where
+/// pgbench's indexes and temp files are now.
+fn context() -> Context {
+    let (blks_read, blks_hit) = Spi::get_two::<i64, i64>(
+        "SELECT blks_read, blks_hit FROM pg_catalog.pg_stat_database WHERE datname = pg_catalog.current_database()",
+    )
+    .map_err(spi("reading pg_stat_database"))
+    .or_raise();
+    let (database, default_ts) = Spi::get_two::<String, String>(
+        "SELECT d.datname::text, t.spcname::text
+           FROM pg_catalog.pg_database d JOIN pg_catalog.pg_tablespace t ON t.oid = d.dattablespace
+          WHERE d.datname = pg_catalog.current_database()",
+    )
+    .map_err(spi("reading the database's default tablespace"))
+    .or_raise();
+    let default_ts = default_ts.unwrap_or_else(|| "pg_default".into());
+    let schema = pgbench_schema();
+    // pgbench_accounts' primary key stands for pgbench's indexes
+    let index_tablespace = schema.as_ref().and_then(|s| {
+        Spi::get_one_with_args::<String>(
+            "SELECT (SELECT t.spcname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
+                      WHERE c.oid = pg_catalog.to_regclass(pg_catalog.format('%I.pgbench_accounts_pkey', $1)))",
+            &[s.as_str().into()],
+        )
+        .map_err(spi("reading where pgbench's indexes are"))
+        .or_raise()
+    });
+    let temp = Spi::get_one::<String>("SELECT pg_catalog.current_setting('temp_tablespaces')")
+        .map_err(spi("reading temp_tablespaces"))
+        .or_raise()
+        .unwrap_or_default();
+    let temp_tablespace = temp
+        .split(',')
+        .map(|t| t.trim().trim_matches('"').to_string())
+        .find(|t| !t.is_empty());
+    Context {
+        blks_read: blks_read.unwrap_or(0),
+        blks_hit: blks_hit.unwrap_or(0),
+        quoted_database: ident(&database.unwrap_or_default()),
+        pgbench_schema: schema,
+        index_tablespace: index_tablespace.unwrap_or_else(|| default_ts.clone()),
+        temp_tablespace: temp_tablespace.unwrap_or(default_ts),
+    }
+}
+
+/// Per tablespace (and pg_wal): the newest standard-suite figures, and
+/// the repeated probes a difference is tested on.
+fn newest_figures() -> ByTablespace {
+    let mut out = ByTablespace::new();
+    Spi::connect(|c| {
+        let rows = c.select(
+            &format!(
+                "SELECT tablespace::text, workload, id, coalesce(lat_mean_us, 0),
+                        coalesce(lat_p50_us, 0), coalesce(lat_p99_us, 0), mib_s,
+                        coalesce(env ->> 'fs_type', ''), coalesce(env ->> 'device', ''), env ->> 'mount_point'
+                   FROM ({NEWEST_SUITE_PROBES}) newest
+                  WHERE workers = 1"
+            ),
+            None,
+            &[],
+        )?;
+        for r in rows {
+            let f = out.entry(r.get::<String>(1)?.unwrap_or_default()).or_default();
+            let (fs, device): (String, String) = (r.get(8)?.unwrap_or_default(), r.get(9)?.unwrap_or_default());
+            f.volatile |= storlab_core::env::is_volatile(&fs, &device);
+            f.mount = r.get(10)?;
+            f.device = (!device.is_empty()).then_some(device);
+            f.workloads.insert(r.get(2)?.unwrap_or_default(), probe(&r, 3)?);
+        }
+        let by_workers = format!(
+            "SELECT tablespace::text, workers, iops, id FROM ({NEWEST_SUITE_PROBES}) newest
+              WHERE workload = 'randread' ORDER BY tablespace, workers"
+        );
+        add_curve(c, &by_workers, &mut out, |f| &mut f.scaling)?;
+        let by_depth = format!(
+            "SELECT tablespace::text, iodepth, iops, id FROM ({NEWEST_DEPTH_PROBES}) newest
+              WHERE workload = 'randread' ORDER BY tablespace, iodepth"
+        );
+        add_curve(c, &by_depth, &mut out, |f| &mut f.depths)?;
+        // every probe of one worker at depth 1, direct, at the standard
+        // suite's block size (the suite's own and probe()'s alike), newest first
+        let repeats = c.select(
+            "SELECT tablespace::text, workload, id, coalesce(lat_mean_us, 0), coalesce(lat_p50_us, 0),
+                    coalesce(lat_p99_us, 0), mib_s
+               FROM (SELECT p.*, pg_catalog.row_number() OVER (PARTITION BY tablespace, workload ORDER BY started_at DESC, id DESC) AS n
+                       FROM storlab.probes p
+                      WHERE ops > 0 AND workers = 1 AND iodepth = 1 AND direct
+                        AND ((workload = 'randread' AND block_size = 8192)
+                             OR (workload IN ('seqread', 'seqwrite') AND block_size = 131072))) newest
+              WHERE n <= $1
+              ORDER BY tablespace, workload, n",
+            None,
+            &[REPEATS_READ.into()],
+        )?;
+        for r in repeats {
+            let ts = r.get::<String>(1)?.unwrap_or_default();
+            if let Some(f) = out.get_mut(&ts) {
+                f.repeats
+                    .entry(r.get(2)?.unwrap_or_default())
+                    .or_default()
+                    .push(probe(&r, 3)?);
+            }
+        }
+        Ok::<_, pgrx::spi::Error>(())
+    })
+    .map_err(spi("reading the probes"))
+    .or_raise();
+    out
+}
+
+/// A probe's figures from the columns id, mean, p50, p99, MiB/s at `at`..
+fn probe(r: &pgrx::spi::SpiHeapTupleData<'_>, at: usize) -> Result<Probe, pgrx::spi::Error> {
+    Ok(Probe {
+        id: r.get(at)?.unwrap_or(0),
+        mean_us: r.get(at + 1)?.unwrap_or(0.0),
+        p50_us: r.get(at + 2)?.unwrap_or(0.0),
+        p99_us: r.get(at + 3)?.unwrap_or(0.0),
+        mib_s: r.get(at + 4)?.unwrap_or(0.0),
+    })
+}
+
+/// Adds the rows of a curve query, (tablespace, concurrency, iops, probe
+/// id) each, to the curve that `curve` picks from the tablespace's figures.
+fn add_curve(
+    c: &pgrx::spi::SpiClient<'_>,
+    query: &str,
+    out: &mut ByTablespace,
+    curve: fn(&mut Figures) -> &mut Vec<(i32, f64, i64)>,
+) -> Result<(), pgrx::spi::Error> {
+    for r in c.select(query, None, &[])? {
+        let ts = r.get::<String>(1)?.unwrap_or_default();
+        if let Some(f) = out.get_mut(&ts) {
+            curve(f).push((
+                r.get(2)?.unwrap_or(0),
+                r.get(3)?.unwrap_or(0.0),
+                r.get(4)?.unwrap_or(0),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The newest done experiments (20), their layouts and their reports.
+fn done_experiments() -> Vec<Experiment> {
+    let heads: Vec<(i64, String)> = Spi::connect(|c| {
+        c.select(
+            "SELECT id, name FROM storlab.experiments WHERE status = 'done' ORDER BY id DESC LIMIT 20",
+            None,
+            &[],
+        )?
+        .map(|r| Ok((r.get(1)?.unwrap_or(0), r.get(2)?.unwrap_or_default())))
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiments"))
+    .or_raise();
+    heads
+        .into_iter()
+        .map(|(id, name)| {
+            let (e, rows) = experiment_report(id);
+            let layouts = e
+                .layouts
+                .iter()
+                .map(|l| {
+                    let placement = serde_json::to_value(&l.placement).unwrap_or_default();
+                    (l.name.clone(), placement)
+                })
+                .collect();
+            let cells = rows
+                .into_iter()
+                .map(|r| Cell {
+                    layout: r.layout,
+                    fillfactor: r.fillfactor,
+                    clients: r.clients,
+                    tps: r.tps,
+                    improvement_pct: r.improvement_pct,
+                    p_value: r.p_value,
+                    significant: r.significant,
+                    logical_bytes: r.logical_bytes,
+                    stored_bytes: r.stored_bytes,
+                })
+                .collect();
+            Experiment {
+                id,
+                name,
+                layouts,
+                cells,
+            }
+        })
+        .collect()
+}

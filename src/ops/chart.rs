@@ -1,0 +1,181 @@
+//! The stored figures `storlab.chart_svg()` draws, read as the caller
+//! (SELECT on storlab's tables, granted to pg_monitor), as a query by hand
+//! would; `storlab_core::chart::data` shapes them.
+
+use pgrx::prelude::*;
+
+use super::error::{spi, Error, OrRaise, Raise, SqlState};
+use super::report::experiment_report;
+use super::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
+use storlab_core::chart::data::{CurvePoint, ProbeHead, RunHead, SuiteFigure};
+use storlab_core::chart::{ExperimentBar, ProgressPoint};
+use storlab_core::report::latency;
+
+fn not_found(what: &str, id: i64) -> ! {
+    Error::new(
+        SqlState::UndefinedObject,
+        format!("there is no {what} with id {id}"),
+    )
+    .raise()
+}
+
+/// An experiment's name and its report's cells as bars (42704 when there
+/// is no such experiment).
+pub fn experiment(id: i64) -> (String, Vec<ExperimentBar>) {
+    let name = Spi::get_one_with_args::<String>(
+        "SELECT (SELECT name FROM storlab.experiments WHERE id = $1)",
+        &[id.into()],
+    )
+    .map_err(spi("reading the experiment"))
+    .or_raise()
+    .unwrap_or_else(|| not_found("experiment", id));
+    let (_, rows) = experiment_report(id);
+    let bars = rows
+        .into_iter()
+        .map(|r| ExperimentBar {
+            layout: r.layout,
+            fillfactor: r.fillfactor,
+            clients: r.clients,
+            tps_mean: r.tps_mean,
+            ci_low: r.tps_ci95_low,
+            ci_high: r.tps_ci95_high,
+            improvement_pct: r.improvement_pct,
+            significant: r.significant,
+            wal: r.wal,
+            ff_improvement_pct: r.ff_improvement_pct,
+            ff_significant: r.ff_significant,
+        })
+        .collect();
+    (name, bars)
+}
+
+/// A benchmark run and its whole seconds of progress (42704 when there is
+/// no such run).
+pub fn run(id: i64) -> (RunHead, Vec<ProgressPoint>) {
+    Spi::connect(|c| {
+        let mut head = c.select(
+            "SELECT script, clients, label, invalid FROM storlab.bench_runs WHERE id = $1",
+            None,
+            &[id.into()],
+        )?;
+        let Some(h) = head.next() else {
+            return Ok(None);
+        };
+        let head = RunHead {
+            id,
+            script: h.get(1)?,
+            clients: h.get(2)?,
+            label: h.get(3)?,
+            invalid: h.get(4)?,
+        };
+        let points = c
+            .select(
+                // a partial first or last second understates: left out
+                "SELECT t_s, tps, lat_avg_ms FROM storlab.bench_progress WHERE run_id = $1 AND NOT partial ORDER BY t_s",
+                None,
+                &[id.into()],
+            )?
+            .map(|r| {
+                Ok(ProgressPoint {
+                    t_s: r.get(1)?.unwrap_or(0),
+                    tps: r.get(2)?,
+                    lat_ms: r.get(3)?,
+                })
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()?;
+        Ok::<_, pgrx::spi::Error>(Some((head, points)))
+    })
+    .map_err(spi("reading the run's progress"))
+    .or_raise()
+    .unwrap_or_else(|| not_found("benchmark run", id))
+}
+
+/// A probe and the latency at each of `percentiles` of its histogram
+/// (NaN where it has none; 42704 when there is no such probe).
+pub fn probe(id: i64, percentiles: &[f64]) -> (ProbeHead, Vec<f64>) {
+    let found = Spi::connect(|c| {
+        let mut rows = c.select(
+            "SELECT workload, block_size, workers, tablespace::text, histogram FROM storlab.probes WHERE id = $1",
+            None,
+            &[id.into()],
+        )?;
+        let Some(r) = rows.next() else {
+            return Ok(None);
+        };
+        let head = ProbeHead {
+            id,
+            workload: r.get(1)?.unwrap_or_default(),
+            block_size: r.get(2)?.unwrap_or(0),
+            workers: r.get(3)?.unwrap_or(0),
+            tablespace: r.get(4)?.unwrap_or_default(),
+        };
+        Ok::<_, pgrx::spi::Error>(Some((head, r.get::<Vec<u8>>(5)?)))
+    })
+    .map_err(spi("reading the probe"))
+    .or_raise();
+    let Some((head, histogram)) = found else {
+        not_found("probe", id)
+    };
+    // a probe that stored no histogram adds nothing
+    let blobs: Vec<Vec<u8>> = histogram.into_iter().collect();
+    let merged = latency::probe_percentiles(&blobs, percentiles).or_raise();
+    (head, merged.values)
+}
+
+/// The newest standard-suite IOPS per (tablespace, workload, workers).
+pub fn by_workers() -> Vec<CurvePoint> {
+    curve_points(&format!(
+        "SELECT tablespace::text, workload, workers::float8, iops FROM ({NEWEST_SUITE_PROBES}) newest"
+    ))
+}
+
+/// The newest standard-suite IOPS of one worker per (tablespace, workload,
+/// iodepth).
+pub fn by_depth() -> Vec<CurvePoint> {
+    curve_points(&format!(
+        "SELECT tablespace::text, workload, iodepth::float8, iops FROM ({NEWEST_DEPTH_PROBES}) newest"
+    ))
+}
+
+fn curve_points(query: &str) -> Vec<CurvePoint> {
+    Spi::connect(|c| {
+        c.select(query, None, &[])?
+            .map(|r| {
+                Ok(CurvePoint {
+                    tablespace: r.get(1)?.unwrap_or_default(),
+                    workload: r.get(2)?.unwrap_or_default(),
+                    x: r.get(3)?.unwrap_or(0.0),
+                    iops: r.get(4)?.unwrap_or(0.0),
+                })
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the probes"))
+    .or_raise()
+}
+
+/// The newest 1-worker standard-suite probes of every tablespace (and pg_wal).
+pub fn suite_figures() -> Vec<SuiteFigure> {
+    Spi::connect(|c| {
+        c.select(
+            &format!(
+                "SELECT tablespace::text, workload, lat_p99_us, mib_s
+                   FROM ({NEWEST_SUITE_PROBES}) newest
+                  WHERE workers = 1"
+            ),
+            None,
+            &[],
+        )?
+        .map(|r| {
+            Ok(SuiteFigure {
+                tablespace: r.get(1)?.unwrap_or_default(),
+                workload: r.get(2)?.unwrap_or_default(),
+                p99_us: r.get(3)?,
+                mib_s: r.get(4)?,
+            })
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the probes"))
+    .or_raise()
+}

@@ -1,0 +1,281 @@
+//! An experiment's report: its measured runs, pooled per (layout,
+//! fillfactor, clients) cell, compared with the baseline layout and the
+//! reference fillfactor (`storlab_core::report::experiment`), with latency
+//! percentiles, WAL per transaction and sizes. Read as the caller (SELECT
+//! on storlab.experiments, storlab.bench_runs and storlab.experiment_sizes,
+//! granted to pg_monitor). `experiment_report()`, `recommend()` and
+//! `chart_svg('experiment', id)` read it from here.
+
+use std::collections::HashMap;
+
+use pgrx::datum::JsonB;
+use pgrx::prelude::*;
+
+use super::error::{spi, Error, OrRaise, Raise, SqlState};
+use storlab_core::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
+use storlab_core::report::latency::run_percentiles;
+use storlab_core::request::experiment::Experiment;
+use storlab_core::request::job::{JobArgs, JobSpec};
+
+/// One row of an experiment's report: one (layout, fillfactor, clients) cell.
+#[derive(Debug, Clone)]
+pub struct ReportRow {
+    pub layout: String,
+    pub fillfactor: i32,
+    pub clients: i32,
+    pub wal: Option<String>,
+    pub runs: i32,
+    /// TPS of each pooled run, in the order they were stored
+    pub tps: Vec<f64>,
+    pub tps_mean: Option<f64>,
+    pub tps_stddev: Option<f64>,
+    pub tps_ci95_low: Option<f64>,
+    pub tps_ci95_high: Option<f64>,
+    pub lat_p95_ms: Option<f64>,
+    pub lat_p99_ms: Option<f64>,
+    pub improvement_pct: Option<f64>,
+    pub p_value: Option<f64>,
+    pub significant: Option<bool>,
+    pub ff_improvement_pct: Option<f64>,
+    pub ff_p_value: Option<f64>,
+    pub ff_significant: Option<bool>,
+    pub wal_bytes_per_tx: Option<f64>,
+    pub logical_bytes: Option<i64>,
+    pub allocated_bytes: Option<i64>,
+    pub stored_bytes: Option<i64>,
+    pub bar: String,
+}
+
+/// The report of experiment `id` (42704 when there is none), with a NOTICE
+/// naming the runs it leaves out.
+pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
+    let e = experiment_of(id);
+    say_left_out(id, &e);
+    let runs = stored_runs(id);
+    let sizes = stored_sizes(id);
+
+    let mut cells = Vec::new();
+    for &fillfactor in &e.fillfactors {
+        for &clients in &e.clients {
+            for layout in &e.layouts {
+                cells.push(Cell {
+                    layout: layout.name.clone(),
+                    fillfactor,
+                    clients,
+                    tps: runs
+                        .get(&(layout.name.clone(), fillfactor, clients))
+                        .map(|r| r.tps.clone())
+                        .unwrap_or_default(),
+                });
+            }
+        }
+    }
+    let stats = compare(&cells, &e.layouts[0].name);
+    let by_fillfactor = compare_fillfactors(&cells, reference_fillfactor(&e.fillfactors));
+    let rows = cells
+        .into_iter()
+        .zip(stats)
+        .zip(by_fillfactor)
+        .map(|((cell, s), ff)| {
+            let key = (cell.layout.clone(), cell.fillfactor, cell.clients);
+            let r = runs.get(&key);
+            let latency = r.filter(|r| !r.histograms.is_empty()).map(|r| {
+                run_percentiles(&r.histograms, &[95.0, 99.0])
+                    .or_raise()
+                    .values
+            });
+            let lat = |i: usize| latency.as_ref().map(|v| v[i]).filter(|v| !v.is_nan());
+            let wal = r
+                .filter(|r| r.transactions > 0)
+                .map(|r| r.wal_bytes / r.transactions as f64);
+            let size = sizes.get(&(cell.layout.clone(), cell.fillfactor));
+            let wal_place = r
+                .filter(|r| !r.wal_places.is_empty())
+                .map(|r| r.wal_places.join(", "));
+            let ff = ff.unwrap_or_default();
+            ReportRow {
+                layout: cell.layout,
+                fillfactor: cell.fillfactor,
+                clients: cell.clients,
+                wal: wal_place,
+                runs: s.runs as i32,
+                tps: cell.tps,
+                tps_mean: s.tps_mean,
+                tps_stddev: s.tps_stddev,
+                tps_ci95_low: s.tps_ci95_low,
+                tps_ci95_high: s.tps_ci95_high,
+                lat_p95_ms: lat(0),
+                lat_p99_ms: lat(1),
+                improvement_pct: s.improvement_pct,
+                p_value: s.p_value,
+                significant: s.significant,
+                ff_improvement_pct: ff.improvement_pct,
+                ff_p_value: ff.p_value,
+                ff_significant: ff.significant,
+                wal_bytes_per_tx: wal,
+                logical_bytes: size.map(|z| z.logical),
+                allocated_bytes: size.map(|z| z.allocated),
+                stored_bytes: size.and_then(|z| z.stored),
+                bar: s.bar,
+            }
+        })
+        .collect();
+    (e, rows)
+}
+
+/// The stored runs of one measured cell, as read from storlab.bench_runs.
+#[derive(Default)]
+struct Runs {
+    tps: Vec<f64>,
+    histograms: Vec<Vec<u8>>,
+    wal_bytes: f64,
+    transactions: i64,
+    /// where pg_wal was at their start (a tablespace sharing its
+    /// filesystem, else its mount point), each place once
+    wal_places: Vec<String>,
+}
+
+/// Sizes of pgbench's relations under one layout at one fillfactor.
+struct Sizes {
+    logical: i64,
+    allocated: i64,
+    stored: Option<i64>,
+}
+
+/// The experiment as it was started (its layouts in order, baseline first).
+fn experiment_of(id: i64) -> Experiment {
+    let args = Spi::get_one_with_args::<JsonB>(
+        "SELECT (SELECT args FROM storlab.experiments WHERE id = $1)",
+        &[id.into()],
+    )
+    .map_err(spi("reading the experiment"))
+    .or_raise();
+    let Some(args) = args else {
+        Error::new(
+            SqlState::UndefinedObject,
+            format!("there is no experiment with id {id}"),
+        )
+        .raise()
+    };
+    match JobArgs::from_json(&args.0).map(|a| a.spec) {
+        Ok(JobSpec::Experiment(e)) => e,
+        _ => Error::new(
+            SqlState::Internal,
+            format!(
+                "storlab: the stored arguments of experiment {id} do not describe an experiment"
+            ),
+        )
+        .raise(),
+    }
+}
+
+/// Measured runs with a result, per (layout, fillfactor, clients).
+fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
+    let rows = Spi::connect(|c| {
+        c.select(
+            "SELECT experiment_layout, fillfactor, clients, tps, histogram,
+                    coalesce(server_wal_bytes, 0)::float8, coalesce(transactions, 0),
+                    coalesce(observed->'start'->'wal'->>'tablespace', observed->'start'->'wal'->>'mount_point')
+               FROM storlab.bench_runs
+              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL
+              ORDER BY id",
+            None,
+            &[id.into()],
+        )?
+        .map(|r| {
+            Ok((
+                (
+                    r.get::<String>(1)?.unwrap_or_default(),
+                    r.get::<i32>(2)?.unwrap_or(0),
+                    r.get::<i32>(3)?.unwrap_or(0),
+                ),
+                r.get::<f64>(4)?.unwrap_or(0.0),
+                r.get::<Vec<u8>>(5)?,
+                r.get::<f64>(6)?.unwrap_or(0.0),
+                r.get::<i64>(7)?.unwrap_or(0),
+                r.get::<String>(8)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's runs"))
+    .or_raise();
+    let mut out: HashMap<_, Runs> = HashMap::new();
+    for (key, tps, histogram, wal, transactions, wal_place) in rows {
+        let r = out.entry(key).or_default();
+        if let Some(place) = wal_place {
+            if !r.wal_places.contains(&place) {
+                r.wal_places.push(place);
+            }
+        }
+        r.tps.push(tps);
+        r.histograms.extend(histogram);
+        r.wal_bytes += wal;
+        r.transactions += transactions;
+    }
+    out
+}
+
+/// Names, in a NOTICE, the measured runs the report does not pool: those
+/// whose observations disagree with their layout (`bench_runs.invalid`),
+/// and any whose fillfactor is none of the experiment's.
+fn say_left_out(id: i64, e: &Experiment) {
+    let rows = Spi::connect(|c| {
+        c.select(
+            "SELECT pg_catalog.format('run %s (layout %s, repetition %s, clients %s): %s', id, experiment_layout,
+                                      repetition, clients,
+                                      coalesce(invalid, pg_catalog.format('fillfactor %s is none of the experiment''s', fillfactor)))
+               FROM storlab.bench_runs
+              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL
+                AND (invalid IS NOT NULL OR fillfactor IS NULL OR fillfactor OPERATOR(pg_catalog.<>) ALL ($2))
+              ORDER BY id",
+            None,
+            &[id.into(), e.fillfactors.clone().into()],
+        )?
+        .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's runs"))
+    .or_raise();
+    if !rows.is_empty() {
+        pgrx::notice!(
+            "storlab: experiment {id}: {} measured run{} left out of the report, since what {} observed disagrees with {} layout: {}",
+            rows.len(),
+            if rows.len() == 1 { " is" } else { "s are" },
+            if rows.len() == 1 { "it" } else { "they" },
+            if rows.len() == 1 { "its" } else { "their" },
+            rows.join("; ")
+        );
+    }
+}
+
+/// Sizes summed over pgbench's relations, per (layout, fillfactor); the
+/// stored size only when it is known for every relation.
+fn stored_sizes(id: i64) -> HashMap<(String, i32), Sizes> {
+    Spi::connect(|c| {
+        c.select(
+            "SELECT layout, fillfactor, sum(logical_bytes)::int8, sum(allocated_bytes)::int8,
+                    CASE WHEN bool_and(stored_bytes IS NOT NULL) THEN sum(stored_bytes)::int8 END
+               FROM storlab.experiment_sizes WHERE experiment_id = $1
+              GROUP BY layout, fillfactor",
+            None,
+            &[id.into()],
+        )?
+        .map(|r| {
+            Ok((
+                (
+                    r.get::<String>(1)?.unwrap_or_default(),
+                    r.get::<i32>(2)?.unwrap_or(0),
+                ),
+                Sizes {
+                    logical: r.get::<i64>(3)?.unwrap_or(0),
+                    allocated: r.get::<i64>(4)?.unwrap_or(0),
+                    stored: r.get::<i64>(5)?,
+                },
+            ))
+        })
+        .collect::<Result<HashMap<_, _>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's sizes"))
+    .or_raise()
+}
