@@ -217,7 +217,7 @@ pub fn cause_first(stderr: &str) -> String {
         .filter(|&i| !cause[i] && !is_progress(lines[i]))
         .map(|i| lines[i])
         .collect();
-    match (causes.is_empty(), rest.is_empty()) {
+    let text = match (causes.is_empty(), rest.is_empty()) {
         (false, true) => causes.join("; "),
         (false, false) => format!(
             "{} (it also printed: {})",
@@ -230,7 +230,31 @@ pub fn cause_first(stderr: &str) -> String {
             .last()
             .map(|l| format!("it stopped after: {l}"))
             .unwrap_or_default(),
+    };
+    if causes.iter().any(|c| is_refused_login(c)) {
+        format!("{text}. {CONNECTING_BACK}")
+    } else {
+        text
     }
+}
+
+/// What a job's pgbench or psql needs when the server refuses its login:
+/// the lab trusts local connections, most servers do not.
+pub const CONNECTING_BACK: &str = "storlab's jobs connect back to this server as the calling role, \
+     through pg_hba.conf: give them a password (a passfile in storlab.conninfo, e.g. \
+     ALTER ROLE ... SET storlab.conninfo = 'passfile=/path/.pgpass') or a pg_hba.conf rule \
+     for them; see docs/bench.md, Connection";
+
+/// libpq's and the server's words for a login that was refused.
+fn is_refused_login(line: &str) -> bool {
+    [
+        "fe_sendauth: no password supplied",
+        "password authentication failed",
+        "Peer authentication failed",
+        "no pg_hba.conf entry",
+    ]
+    .iter()
+    .any(|w| line.contains(w))
 }
 
 #[cfg(test)]
@@ -388,5 +412,16 @@ HINT:  Check free disk space.\n";
         assert_eq!(parse_init_timings("creating tables...\n").unwrap(), None);
         assert!(parse_init_timings("done in 1 s (vacuum).\n").is_err());
         assert!(parse_init_timings("done in x s (vacuum 1 s).\n").is_err());
+    }
+
+    #[test]
+    fn a_refused_login_says_how_a_job_gets_in() {
+        let stderr = "Password: \npgbench: error: connection to server on socket \"/tmp/.s.PGSQL.5432\" failed: fe_sendauth: no password supplied\npgbench: error: could not create connection for initialization\n";
+        let text = cause_first(stderr);
+        assert!(text.starts_with("pgbench: error: connection to server"), "{text}");
+        assert!(text.ends_with(CONNECTING_BACK), "{text}");
+        // any other failure keeps its own words only
+        let other = cause_first("pgbench: error: connection to server failed: could not connect\n");
+        assert!(!other.contains("passfile"), "{other}");
     }
 }
