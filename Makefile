@@ -4,19 +4,25 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 # As root, cargo pgrx writes into the system PostgreSQL directly; otherwise through sudo.
 SUDO_FLAG := $(if $(filter 0,$(shell id -u)),,--sudo)
 
-.PHONY: all deps install install-debug lab lab-studies lab-stop demo test test-fast bench studies study charts clean
+.PHONY: all deps build-deps install install-debug lab lab-studies lab-stop demo test test-fast bench studies study charts clean
 
 all: install
 
+# The lab machine's packages (Debian 12, as root): make demo, test, bench.
 deps:
 	@scripts/deps
 
+# Only what building into $(PG_CONFIG)'s PostgreSQL needs; installs no
+# system package, so it is safe on an existing server's host.
+build-deps:
+	@scripts/deps --build $(PG_CONFIG)
+
 # Release build: probe figures from a debug build would be wrong.
-install: deps
+install: build-deps
 	cargo pgrx install --release --pg-config $(PG_CONFIG) $(SUDO_FLAG)
 
 # The debug build `make test` compiled anyway, without the in-server test functions.
-install-debug: deps
+install-debug: build-deps
 	cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
 
 lab:
@@ -32,7 +38,7 @@ lab-stop:
 lab-studies:
 	@scripts/lab start --studies
 
-demo: install lab
+demo: deps install lab
 	@scripts/demo
 
 test: deps
@@ -48,7 +54,7 @@ test-fast:
 # standard suite with and without precision_pct, regressions() on unchanged
 # storage, the benchmark harness against bare pgbench, and what the
 # experiments' alternating order buys over a fixed one (about 100 minutes).
-bench: install lab
+bench: deps install lab
 	bench/probe_vs_fio
 	bench/suite_precision
 	bench/regressions false-alarms
@@ -62,16 +68,16 @@ bench: install lab
 # whether regressions() catches barriers switched on under a baseline taken
 # with them off (bench/regressions barriers, about 5 minutes);
 # `make study NAME=raid_iops` runs one study.
-studies: install lab-studies
+studies: deps install lab-studies
 	scripts/studies
 	bench/power
 	bench/regressions barriers
 
-study: install lab-studies
+study: deps install lab-studies
 	scripts/studies $(NAME)
 
 # The README's charts (docs/*.svg), measured on the lab (about 2 minutes).
-charts: install lab
+charts: deps install lab
 	scripts/charts docs
 
 clean: lab-stop
