@@ -134,7 +134,7 @@ pub fn measure_more_call(purpose: Purpose, tablespaces: &[&str]) -> String {
         Purpose::Temp => ("'{seqread,seqwrite}'", 131072),
     };
     format!(
-        "SELECT p.* FROM pg_catalog.unnest(ARRAY[{}]::name[]) AS t, pg_catalog.unnest({workloads}::text[]) AS w, pg_catalog.generate_series(1, {MIN_REPEATS}) AS r, LATERAL storlab.probe(t, w, block_size => {block}, duration => '1 second', label => 'repetition ' || r) AS p",
+        "SELECT p.* FROM pg_catalog.unnest(ARRAY[{}]::name[]) AS t, pg_catalog.unnest({workloads}::text[]) AS w, pg_catalog.generate_series(1, {MIN_REPEATS}) AS r, LATERAL storlab.probe(t, w, block_size => {block}, duration => '1 second', label => pg_catalog.concat('repetition ', r)) AS p",
         names.join(", ")
     )
 }
@@ -523,7 +523,7 @@ mod tests {
         let a = advise(Purpose::Indexes, &figures, &[], &ctx());
         assert_eq!(a.target, None);
         assert_eq!(a.advice, "cannot tell yet whether indexes would be better on lab_xfs (8 kB random read p99 62 us over 2 probes) than where they are, on pg_default (75 us over 1 probe): Welch's test needs 3 probes of each; measure more (the statement), then ask again");
-        assert_eq!(a.statement.as_deref(), Some("SELECT p.* FROM pg_catalog.unnest(ARRAY['pg_default', 'lab_xfs']::name[]) AS t, pg_catalog.unnest('{randread}'::text[]) AS w, pg_catalog.generate_series(1, 3) AS r, LATERAL storlab.probe(t, w, block_size => 8192, duration => '1 second', label => 'repetition ' || r) AS p"));
+        assert_eq!(a.statement.as_deref(), Some("SELECT p.* FROM pg_catalog.unnest(ARRAY['pg_default', 'lab_xfs']::name[]) AS t, pg_catalog.unnest('{randread}'::text[]) AS w, pg_catalog.generate_series(1, 3) AS r, LATERAL storlab.probe(t, w, block_size => 8192, duration => '1 second', label => pg_catalog.concat('repetition ', r)) AS p"));
         assert_eq!(a.evidence["probes"], json!([2, 3]));
         assert_eq!(a.evidence["current_probes"], json!([1]));
         // where they are now has no figures at all
