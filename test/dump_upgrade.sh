@@ -2,7 +2,7 @@
 # Stored results are the user's data (TAP output, run by scripts/test with prove):
 #   1. pg_dump / pg_restore of a database keeps every stored probe, move, job,
 #      run and progress row, and the sequences go on after the restored ids;
-#   2. a server on each earlier release (0.1.0 .. 0.5.0) with stored results
+#   2. a server on each earlier release (0.1.0 .. 0.7.0) with stored results
 #      runs ALTER EXTENSION storlab UPDATE: the rows are intact, and the
 #      extension's objects are exactly a fresh install's, as
 #      pg_dump --schema-only --binary-upgrade prints them.
@@ -12,9 +12,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+source scripts/pg-env.sh
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
-OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0)
+OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0)
 NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

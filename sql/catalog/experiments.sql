@@ -50,6 +50,14 @@ ALTER TABLE storlab.bench_runs
 ALTER TABLE storlab.bench_runs
   ADD COLUMN observed jsonb,
   ADD COLUMN invalid  text;
+
+-- pg_stat_io's differences over the run (PostgreSQL 16 and later; NULL on
+-- 15, which has no such view): per "backend type/object/context", the
+-- reads, writes, writebacks, extends, hits, evictions, reuses and fsyncs
+-- with their times (ms), and sizes as that major gives them (op_bytes
+-- before 18, *_bytes from 18 on). Rows where nothing moved are left out.
+ALTER TABLE storlab.bench_runs
+  ADD COLUMN server_io jsonb;
 CREATE INDEX bench_runs_experiment_id_idx ON storlab.bench_runs (experiment_id) WHERE experiment_id IS NOT NULL;
 
 SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_records', '');

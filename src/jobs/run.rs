@@ -16,7 +16,7 @@ use crate::ops::server::data_dir;
 use crate::sqltypes::Name;
 use storlab_core::pgbench::process::{self, Outcome};
 use storlab_core::pgbench::{self, conninfo, BenchOptions, Connection, InitOptions};
-use storlab_core::record::{Counters, Record, RunResult};
+use storlab_core::record::{snapshot_sql, Counters, Record, RunResult};
 use storlab_core::report::experiment::{
     disagreement, wal_tablespace, Expected, Observation, WalPlace,
 };
@@ -428,45 +428,12 @@ pub(super) fn pgbench_schema() -> Result<String, JobEnd> {
 }
 
 /// The server's cumulative counters, read in a transaction of their own
-/// (statistics snapshots last a transaction); the keys are
-/// [`Counters`]' fields.
+/// (statistics snapshots last a transaction) from the views of the major
+/// this library was built for; the keys are [`Counters`]' fields.
 fn counters(schema: &str) -> Counters {
     as_caller(|| {
         Spi::get_one_with_args::<JsonB>(
-            "SELECT jsonb_build_object(
-                 'wal_bytes', w.wal_bytes, 'wal_fpi', w.wal_fpi, 'wal_write', w.wal_write, 'wal_sync', w.wal_sync,
-                 'wal_sync_time', w.wal_sync_time,
-                 'checkpoints', b.checkpoints_timed + b.checkpoints_req, 'buffers_checkpoint', b.buffers_checkpoint,
-                 'buffers_backend', b.buffers_backend, 'buffers_backend_fsync', b.buffers_backend_fsync,
-                 'blks_read', d.blks_read, 'blks_hit', d.blks_hit,
-                 'blk_read_time', d.blk_read_time, 'blk_write_time', d.blk_write_time,
-                 'wal_reset', w.stats_reset, 'bgwriter_reset', b.stats_reset, 'db_reset', d.stats_reset,
-                 'by_tablespace', (
-                   SELECT coalesce(jsonb_object_agg(ts, n), '{}') FROM (
-                     SELECT coalesce(t.spcname, dts.spcname) AS ts, sum(n) AS n FROM (
-                         SELECT relid AS oid, coalesce(heap_blks_read, 0) AS n FROM pg_statio_user_tables
-                         UNION ALL SELECT indexrelid, coalesce(idx_blks_read, 0) FROM pg_statio_user_indexes
-                       ) r
-                       JOIN pg_class c ON c.oid = r.oid
-                       LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
-                       CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
-                                    WHERE db.datname = current_database()) dts
-                      GROUP BY 1) x),
-                 'run_by_tablespace', (   -- pgbench's own tables and indexes only
-                   SELECT coalesce(jsonb_object_agg(ts, n), '{}') FROM (
-                     SELECT coalesce(t.spcname, dts.spcname) AS ts, sum(n) AS n FROM (
-                         SELECT relid AS oid, coalesce(heap_blks_read, 0) AS n FROM pg_statio_user_tables
-                          WHERE schemaname = $1 AND relname ~ '^(pgbench_|storlab_bench_append)'
-                         UNION ALL SELECT indexrelid, coalesce(idx_blks_read, 0) FROM pg_statio_user_indexes
-                          WHERE schemaname = $1 AND relname ~ '^(pgbench_|storlab_bench_append)'
-                       ) r
-                       JOIN pg_class c ON c.oid = r.oid
-                       LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
-                       CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
-                                    WHERE db.datname = current_database()) dts
-                      GROUP BY 1) x))
-               FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d
-              WHERE d.datname = current_database()",
+            &snapshot_sql::counters(pg_sys::PG_MAJORVERSION_NUM),
             &[Name(schema.to_string()).into()],
         )
     })

@@ -240,7 +240,8 @@ pub fn cause_first(stderr: &str) -> String {
 
 /// What a job's pgbench or psql needs when the server refuses its login:
 /// the lab trusts local connections, most servers do not.
-pub const CONNECTING_BACK: &str = "storlab's jobs connect back to this server as the calling role, \
+pub const CONNECTING_BACK: &str =
+    "storlab's jobs connect back to this server as the calling role, \
      through pg_hba.conf: give them a password (a passfile in storlab.conninfo, e.g. \
      ALTER ROLE ... SET storlab.conninfo = 'passfile=/path/.pgpass') or a pg_hba.conf rule \
      for them; see docs/bench.md, Connection";
@@ -418,7 +419,10 @@ HINT:  Check free disk space.\n";
     fn a_refused_login_says_how_a_job_gets_in() {
         let stderr = "Password: \npgbench: error: connection to server on socket \"/tmp/.s.PGSQL.5432\" failed: fe_sendauth: no password supplied\npgbench: error: could not create connection for initialization\n";
         let text = cause_first(stderr);
-        assert!(text.starts_with("pgbench: error: connection to server"), "{text}");
+        assert!(
+            text.starts_with("pgbench: error: connection to server"),
+            "{text}"
+        );
         assert!(text.ends_with(CONNECTING_BACK), "{text}");
         // any other failure keeps its own words only
         let other = cause_first("pgbench: error: connection to server failed: could not connect\n");

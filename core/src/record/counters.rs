@@ -10,11 +10,13 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::Record;
 
 /// The server's cumulative counters at one moment, as the worker reads
-/// them (pg_stat_wal, pg_stat_bgwriter, pg_stat_database and the blocks
-/// read from each tablespace, pg_statio_user_*), in a transaction of their
-/// own. A counter the server did not give is None. The `*_reset` fields
-/// are the views' `stats_reset`: a counter whose view was reset between
-/// two snapshots has no difference.
+/// them (the WAL's, the checkpointer's, what backends wrote themselves,
+/// pg_stat_database, pg_stat_io on 16 and later, and the blocks read from
+/// each tablespace, pg_statio_user_*), in a transaction of their own, from
+/// the views each major keeps them in ([`super::snapshot_sql`]). A counter
+/// the server did not give is None. The `*_reset` fields are the views'
+/// `stats_reset`: a counter whose view was reset between two snapshots has
+/// no difference.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Counters {
@@ -39,8 +41,16 @@ pub struct Counters {
     pub by_tablespace: BTreeMap<String, i64>,
     /// blocks read from pgbench's own tables and indexes, per tablespace
     pub run_by_tablespace: BTreeMap<String, i64>,
+    /// pg_stat_io's rows (16 and later): `{"backend/object/context": {"reads": .., ..}}`
+    pub io: Option<serde_json::Value>,
+    /// pg_stat_wal's (bytes, full-page images)
     pub wal_reset: Option<String>,
-    pub bgwriter_reset: Option<String>,
+    /// where WAL writes and syncs came from (pg_stat_wal; 18: pg_stat_io)
+    pub wal_io_reset: Option<String>,
+    /// pg_stat_bgwriter's (15), pg_stat_checkpointer's (17 and later)
+    pub checkpoint_reset: Option<String>,
+    /// where backends' own writes came from (pg_stat_bgwriter; 17: pg_stat_io)
+    pub backend_reset: Option<String>,
     pub db_reset: Option<String>,
 }
 
@@ -64,6 +74,9 @@ pub struct RunCounters {
     pub db_blk_write_time_ms: Option<f64>,
     pub db_blks_read_by_tablespace: Option<BTreeMap<String, Option<i64>>>,
     pub run_blks_read_by_tablespace: Option<BTreeMap<String, Option<i64>>>,
+    /// pg_stat_io's differences per backend type, object and context (16
+    /// and later): rows whose counters all stood still are left out
+    pub server_io: Option<serde_json::Value>,
 }
 
 /// `after - before` of a counter that only grows: None when either is
@@ -103,26 +116,90 @@ fn grew_by_tablespace(
     )
 }
 
+/// pg_stat_io's differences, row by row: for each backend type, object
+/// and context of `after`, every counter's growth since `before` (a row
+/// reset in between, by its own `stats_reset`, or new, counts from
+/// nothing only when it is new; a reset row is left out). Sizes
+/// (`op_bytes`) are kept as they are; rows where nothing moved are left
+/// out. None before 16 (no pg_stat_io) or when a snapshot is missing.
+fn io_delta(
+    before: Option<&serde_json::Value>,
+    after: Option<&serde_json::Value>,
+) -> Option<serde_json::Value> {
+    let (before, after) = (before?.as_object()?, after?.as_object()?);
+    let mut out = serde_json::Map::new();
+    for (key, a) in after {
+        let Some(a) = a.as_object() else { continue };
+        let b = before.get(key).and_then(|b| b.as_object());
+        if let Some(b) = b {
+            if b.get("stats_reset") != a.get("stats_reset") {
+                continue;
+            }
+        }
+        let mut row = serde_json::Map::new();
+        let mut moved = false;
+        for (counter, av) in a {
+            if counter == "stats_reset" {
+                continue;
+            }
+            if counter == "op_bytes" {
+                row.insert(counter.clone(), av.clone());
+                continue;
+            }
+            let Some(av) = av.as_f64() else { continue };
+            let bv = match b {
+                Some(b) => match b.get(counter).and_then(|v| v.as_f64()) {
+                    Some(bv) => bv,
+                    None => continue,
+                },
+                None => 0.0,
+            };
+            if av < bv {
+                continue;
+            }
+            let d = av - bv;
+            moved |= d != 0.0;
+            // counts stay integers, times (ms) floats
+            let v = if counter.ends_with("_time") {
+                serde_json::json!(d)
+            } else {
+                serde_json::json!(d.round() as i64)
+            };
+            row.insert(counter.clone(), v);
+        }
+        if moved {
+            out.insert(key.clone(), serde_json::Value::Object(row));
+        }
+    }
+    Some(serde_json::Value::Object(out))
+}
+
 impl Counters {
     /// What the counters moved by from `self` (a run's start) to `after`
     /// (its end).
     pub fn delta(&self, after: &Counters) -> RunCounters {
         let wal = self.wal_reset == after.wal_reset;
-        let bgw = self.bgwriter_reset == after.bgwriter_reset;
+        let wal_io = self.wal_io_reset == after.wal_io_reset;
+        let ckpt = self.checkpoint_reset == after.checkpoint_reset;
+        let backend = self.backend_reset == after.backend_reset;
         let db = self.db_reset == after.db_reset;
         RunCounters {
             server_wal_bytes: grew(self.wal_bytes, after.wal_bytes, wal),
             server_wal_fpi: grew(self.wal_fpi, after.wal_fpi, wal),
-            server_wal_write: grew(self.wal_write, after.wal_write, wal),
-            server_wal_sync: grew(self.wal_sync, after.wal_sync, wal),
-            server_wal_sync_time_ms: grew(self.wal_sync_time, after.wal_sync_time, wal),
-            server_checkpoints: grew(self.checkpoints, after.checkpoints, bgw),
-            server_buffers_checkpoint: grew(self.buffers_checkpoint, after.buffers_checkpoint, bgw),
-            server_buffers_backend: grew(self.buffers_backend, after.buffers_backend, bgw),
+            server_wal_write: grew(self.wal_write, after.wal_write, wal_io),
+            server_wal_sync: grew(self.wal_sync, after.wal_sync, wal_io),
+            server_wal_sync_time_ms: grew(self.wal_sync_time, after.wal_sync_time, wal_io),
+            server_checkpoints: grew(self.checkpoints, after.checkpoints, ckpt),
+            server_buffers_checkpoint: grew(
+                self.buffers_checkpoint,
+                after.buffers_checkpoint,
+                ckpt,
+            ),
+            server_buffers_backend: grew(self.buffers_backend, after.buffers_backend, backend),
             server_buffers_backend_fsync: grew(
                 self.buffers_backend_fsync,
                 after.buffers_backend_fsync,
-                bgw,
+                backend,
             ),
             db_blks_read: grew(self.blks_read, after.blks_read, db),
             db_blks_hit: grew(self.blks_hit, after.blks_hit, db),
@@ -138,6 +215,7 @@ impl Counters {
                 &after.run_by_tablespace,
                 db,
             ),
+            server_io: io_delta(self.io.as_ref(), after.io.as_ref()),
         }
     }
 }
@@ -202,7 +280,8 @@ mod tests {
             "blks_read": blks_read, "blks_hit": 1000, "blk_read_time": read_time, "blk_write_time": 0.0,
             "by_tablespace": {"pg_default": 40, "lab_ram": 2},
             "run_by_tablespace": {"pg_default": 30},
-            "wal_reset": "2026-11-24 10:00:00+00", "bgwriter_reset": "2026-11-24 10:00:00+00", "db_reset": null
+            "wal_reset": "2026-11-24 10:00:00+00", "wal_io_reset": "2026-11-24 10:00:00+00",
+            "checkpoint_reset": "2026-11-24 10:00:00+00", "backend_reset": "2026-11-24 10:00:00+00", "db_reset": null
         }))
         .unwrap()
     }
@@ -265,6 +344,8 @@ mod tests {
         // start again (even past where they were), the others go on
         let mut after = snapshot(9_000, 60, 0.2);
         after.wal_reset = Some("2026-11-24 10:05:00+00".into());
+        // before 18, WAL writes and syncs are the same view's
+        after.wal_io_reset = after.wal_reset.clone();
         let d = before.delta(&after);
         assert_eq!(d.server_wal_bytes, None);
         assert_eq!(d.server_wal_fpi, None);
@@ -280,12 +361,25 @@ mod tests {
         assert_eq!(d.db_blks_read_by_tablespace, None);
         assert_eq!(d.run_blks_read_by_tablespace, None);
         assert_eq!(d.server_wal_bytes, Some(1_000));
-        // pg_stat_reset_shared('bgwriter')
+        // pg_stat_reset_shared('bgwriter') on 15 resets both groups
         let mut after = snapshot(2_000, 60, 0.2);
-        after.bgwriter_reset = None;
+        after.checkpoint_reset = None;
+        after.backend_reset = None;
         let d = before.delta(&after);
         assert_eq!(d.server_checkpoints, None);
         assert_eq!(d.server_buffers_backend_fsync, None);
+        assert_eq!(d.server_wal_bytes, Some(1_000));
+        // 17: pg_stat_reset_shared('checkpointer') leaves backends' writes
+        let mut after = snapshot(2_000, 60, 0.2);
+        after.checkpoint_reset = Some("2026-11-24 10:05:00+00".into());
+        let d = before.delta(&after);
+        assert_eq!(d.server_checkpoints, None);
+        assert_eq!(d.server_buffers_backend, Some(0));
+        // 18: pg_stat_reset_shared('io') resets WAL writes, not WAL bytes
+        let mut after = snapshot(2_000, 60, 0.2);
+        after.wal_io_reset = Some("2026-11-24 10:05:00+00".into());
+        let d = before.delta(&after);
+        assert_eq!(d.server_wal_sync, None);
         assert_eq!(d.server_wal_bytes, Some(1_000));
     }
 
@@ -303,6 +397,41 @@ mod tests {
         let by = d.db_blks_read_by_tablespace.unwrap();
         assert_eq!(by["pg_default"], None);
         assert_eq!(by["lab_ram"], Some(0));
+    }
+
+    #[test]
+    fn io_rows_differ_by_row() {
+        let before = serde_json::json!({
+            "client backend/relation/normal": {"reads": 10, "read_time": 1.5, "writes": 3, "op_bytes": 8192, "stats_reset": "t0"},
+            "checkpointer/relation/normal": {"writes": 100, "fsyncs": 5, "stats_reset": "t0"},
+            "autovacuum worker/relation/vacuum": {"reads": 7, "stats_reset": "t0"}
+        });
+        let after = serde_json::json!({
+            "client backend/relation/normal": {"reads": 25, "read_time": 4.0, "writes": 3, "op_bytes": 8192, "stats_reset": "t0"},
+            // reset during the run: no difference
+            "checkpointer/relation/normal": {"writes": 2, "fsyncs": 1, "stats_reset": "t1"},
+            // nothing moved: left out
+            "autovacuum worker/relation/vacuum": {"reads": 7, "stats_reset": "t0"},
+            // a row that appeared counts from nothing
+            "client backend/relation/bulkread": {"reads": 4, "stats_reset": "t0"}
+        });
+        let mut b = Counters::default();
+        let mut a = Counters::default();
+        b.io = Some(before);
+        a.io = Some(after);
+        let d = b.delta(&a).server_io.unwrap();
+        assert_eq!(
+            d,
+            serde_json::json!({
+                "client backend/relation/normal": {"reads": 15, "read_time": 2.5, "writes": 0, "op_bytes": 8192},
+                "client backend/relation/bulkread": {"reads": 4}
+            })
+        );
+        // 15 has no pg_stat_io
+        assert_eq!(
+            Counters::default().delta(&Counters::default()).server_io,
+            None
+        );
     }
 
     #[test]
@@ -351,7 +480,8 @@ mod tests {
                 "db_blk_read_time_ms",
                 "db_blk_write_time_ms",
                 "db_blks_read_by_tablespace",
-                "run_blks_read_by_tablespace"
+                "run_blks_read_by_tablespace",
+                "server_io"
             ]
         );
     }

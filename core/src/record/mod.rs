@@ -18,6 +18,7 @@ use serde::Serialize;
 mod counters;
 mod experiment;
 mod relocation;
+pub mod snapshot_sql;
 
 pub use counters::{Counters, RunCounters, RunResult};
 pub use experiment::{ExperimentProgress, ExperimentRecord, ExperimentWalStop};
