@@ -163,6 +163,10 @@ BEGIN;
 SELECT clock_timestamp() AS t0 \gset
 CREATE TABLE tap_theirs (id int PRIMARY KEY);
 SELECT count(*) FROM storlab.move('tap_theirs', 'lab_ram');
+-- and one moved out of a tablespace the role may not create in: its
+-- privileges there do not matter for a relation it would not move anyway
+CREATE TABLE tap_elsewhere (id int) TABLESPACE lab_disk;
+SELECT count(*) FROM storlab.move('tap_elsewhere', 'pg_default');
 CREATE ROLE tap_restorer;
 CREATE SCHEMA tap_restorer AUTHORIZATION tap_restorer;
 GRANT CREATE ON TABLESPACE lab_ram TO tap_restorer;
@@ -179,8 +183,8 @@ SELECT is((SELECT string_agg(relation::regclass || ' in ' || tablespace, ', ' OR
              FROM storlab.layout() WHERE relation::regclass::text IN ('tap_theirs', 'tap_theirs_pkey', 'tap_restorer.mine')),
           'tap_restorer.mine in pg_default, tap_theirs in lab_ram, tap_theirs_pkey in lab_ram',
           'and leaves the superuser''s table where it is');
-SELECT is((SELECT count(*) FROM storlab.restore_layout(:'t0')), 2::bigint,
-          'which the superuser then restores');
+SELECT is((SELECT count(*) FROM storlab.restore_layout(:'t0')), 3::bigint,
+          'which the superuser then restores, with the table moved out of lab_disk');
 ROLLBACK;
 
 -- Undo is per call. restore_layout(at) restores whole batches only: from

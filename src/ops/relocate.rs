@@ -1048,7 +1048,14 @@ fn restore(wanted: Vec<Wanted>, timeout: Duration, label: &str, whole: bool) -> 
                     .with_detail("It was dropped or renamed since the move. Nothing was moved.")
                     .with_hint(format!("Move {name} by hand with storlab.move(), or recreate the tablespace."))
                     .raise(),
-                    Err(e) => e.raise(),
+                    // another role's relation is not the caller's to move
+                    // back, whatever the caller may create where it was: it
+                    // stays, with a NOTICE (or 42501 naming its owner, for
+                    // undo_batch) below
+                    Err(e) if e.state == SqlState::InsufficientPrivilege && !rel.owned => from.clone(),
+                    Err(e) => e
+                        .with_detail(format!("{name} was there before the move. Nothing was moved."))
+                        .raise(),
                 };
                 candidates.push((rel, to));
             }
