@@ -1,6 +1,14 @@
 # storlab: `make demo` and `make test` work on a fresh Debian 12 machine as root.
+# PG=15 (the default), 17 or 18 picks the PostgreSQL major: make test PG=17.
 SHELL := /bin/bash
-PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+PG ?= 15
+# That major's bin folder; any other major stops here, with one line.
+PG_BIN := $(shell scripts/pg bindir $(PG) 2>&1)
+ifneq ($(.SHELLSTATUS),0)
+$(error $(PG_BIN))
+endif
+PG_CONFIG ?= $(PG_BIN)/pg_config
+export PG PG_BIN
 # As root, cargo pgrx writes into the system PostgreSQL directly; otherwise through sudo.
 SUDO_FLAG := $(if $(filter 0,$(shell id -u)),,--sudo)
 

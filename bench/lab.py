@@ -5,7 +5,6 @@ import shlex
 import subprocess
 import sys
 
-PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -19,6 +18,8 @@ def lab_env():
 
 
 ENV = lab_env()
+# the lab's major (PG=17 make bench): scripts/lab env names its bin folder
+PG_BIN = ENV["PG_BIN"]
 
 
 # quiet, unaligned, no psqlrc, stop at the first error

@@ -10,7 +10,7 @@
 # unless PGHOST/PGPORT are set; each page gets a throwaway database.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-export PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+source scripts/pg-env.sh
 if [[ -z ${PGPORT:-} ]]; then eval "$(scripts/lab env)"; fi
 export PGHOST PGPORT PGUSER
 exec python3 test/docs_examples.py

@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-PG_BIN=/usr/lib/postgresql/15/bin
+source scripts/pg-env.sh
 export STORLAB_LAB_DIR=${STORLAB_CRASH_LAB_DIR:-/var/tmp/storlab-crash}
 export STORLAB_LAB_PORT=${STORLAB_CRASH_LAB_PORT:-54359}
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }

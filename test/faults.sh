@@ -30,7 +30,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+source scripts/pg-env.sh
 export PG_BIN
 export STORLAB_LAB_DIR=${STORLAB_FAULTS_LAB_DIR:-/var/tmp/storlab-faults}
 export STORLAB_LAB_PORT=${STORLAB_FAULTS_LAB_PORT:-54369}

@@ -9,6 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
+source scripts/pg-env.sh
 export STORLAB_LAB_DIR=${STORLAB_THROTTLE_LAB_DIR:-/var/tmp/storlab-throttles}
 export STORLAB_LAB_PORT=${STORLAB_THROTTLE_LAB_PORT:-54379}
 export STORLAB_LAB_IMAGE_MB=512  # sparse; xfs needs 300 MB
@@ -68,7 +69,7 @@ grep -qxF "$pid" "$cg/cgroup.procs" && tap ok "and the server runs in it" || tap
 scripts/lab throttle lab_ext4_slow 50 50 >/dev/null
 dev=$(losetup -j "$STORLAB_LAB_DIR"/images/ext4_slow.0.img -O NAME -n)
 limit=$(awk -v d="$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')" '$1 == d { print $2 }' $BLKIO/blkio.throttle.write_iops_device)
-said=$("${PG_BIN:-/usr/lib/postgresql/15/bin}/psql" -X -At -h "$STORLAB_LAB_DIR/sock" -p "$STORLAB_LAB_PORT" -U postgres -d storlab_lab \
+said=$("$PG_BIN/psql" -X -At -h "$STORLAB_LAB_DIR/sock" -p "$STORLAB_LAB_PORT" -U postgres -d storlab_lab \
          -c "SELECT shobj_description(oid, 'pg_tablespace') FROM pg_tablespace WHERE spcname = 'lab_ext4_slow'")
 is "$limit:${said%%;*}" "50:device class: set by scripts/lab throttle to 50 random read and 50 write IOPS per device (blkio throttle)" \
   "scripts/lab throttle changes a tablespace's limits, and its comment says so"

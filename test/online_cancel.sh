@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-PG_BIN=/usr/lib/postgresql/15/bin
+source scripts/pg-env.sh
 DB=storlab_online_cancel
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 # shellcheck source=test/tap.sh

@@ -13,7 +13,7 @@
 #   STORLAB_SHAPES_STATEMENTS=1  with pg_stat_statements (when preloaded)
 # Needs the lab (PGHOST, PGPORT, PGUSER: eval "$(scripts/lab env)").
 set -euo pipefail
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+source "$(dirname "$0")/../scripts/pg-env.sh"
 db=storlab_record_shapes
 psql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 psql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null

@@ -15,7 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+source scripts/pg-env.sh
 export STORLAB_LAB_DIR=${STORLAB_BOUND_LAB_DIR:-/var/tmp/storlab-bound}
 export STORLAB_LAB_PORT=${STORLAB_BOUND_LAB_PORT:-54369}
 export STORLAB_LAB_MEMORY_MB=${STORLAB_LAB_MEMORY_MB:-96}
