@@ -37,7 +37,7 @@ SELECT script, clients, jobs, duration_s, scale, fillfactor, label,
        lat_stddev_ms > 0 AS has_stddev,
        layout @> '[{"relation": "pgbench_accounts", "tablespace": "pg_default"}]' AS layout_recorded,
        settings ? 'synchronous_commit' AS settings_recorded,
-       pgbench_version LIKE 'pgbench (PostgreSQL) 15%' AS pgbench_15,
+       pgbench_version LIKE 'pgbench (PostgreSQL) ' || current_setting('server_version_num')::int / 10000 || '.%' AS pgbench_of_server,
        finished_at > started_at AS timed
   FROM storlab.bench_runs WHERE id = :run_id;
 -- One row per second of the run; the first and last are partial (pgbench

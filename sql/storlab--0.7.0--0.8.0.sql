@@ -7,3 +7,23 @@
 -- it has. pg_stat_io's rows are new, and NULL on 15.
 ALTER TABLE storlab.bench_runs
   ADD COLUMN server_io jsonb;
+
+-- ---- PostgreSQL 18 names NOT NULL constraints ----
+-- storlab.job_records was storlab.jobs before 0.2.0: on 18 its NOT NULL
+-- constraints keep the old table's names (jobs_id_not_null, ...), where a
+-- fresh install's are named for job_records. Renamed, so that an updated
+-- install has a fresh install's objects on every major (before 18 there
+-- are no such constraints, and nothing to rename).
+DO $$
+DECLARE
+  c record;
+BEGIN
+  FOR c IN SELECT n.conname FROM pg_catalog.pg_constraint n
+            WHERE n.conrelid = 'storlab.job_records'::pg_catalog.regclass
+              AND n.contype = 'n' AND n.conname LIKE 'jobs\_%\_not\_null'
+  LOOP
+    EXECUTE pg_catalog.format('ALTER TABLE storlab.job_records RENAME CONSTRAINT %I TO %I',
+                              c.conname, 'job_records' || pg_catalog.substr(c.conname, 5));
+  END LOOP;
+END
+$$;

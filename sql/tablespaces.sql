@@ -66,7 +66,8 @@ DROP TABLESPACE regress_storlab_described;
 SELECT tablespace,
        CASE WHEN tablespace = 'pg_default' THEN location LIKE '%/base'
             WHEN kind = 'wal' THEN location LIKE '%/pg_wal'
-            ELSE location = pg_tablespace_location(oid) || '/PG_15_' || (SELECT catalog_version_no FROM pg_control_system())
+            ELSE location = pg_tablespace_location(oid) || '/PG_' || current_setting('server_version_num')::int / 10000
+                            || '_' || (SELECT catalog_version_no FROM pg_control_system())
        END AS location_as_expected
   FROM storlab.tablespaces()
  WHERE tablespace IN ('pg_default', 'lab_ram', 'lab_disk', 'pg_wal')
