@@ -7,3 +7,14 @@
 -- it has. pg_stat_io's rows are new, and NULL on 15.
 ALTER TABLE storlab.bench_runs
   ADD COLUMN server_io jsonb;
+
+-- ---- undo_batch of an earlier batch after undoing a later one ----
+-- A row written by undo_batch(N) names N, so that a later batch and its
+-- undo cancel out when an earlier batch is undone (0.7.0 refused it: the
+-- undo counted as a move since). 0.7.0 wrote that only into the label,
+-- which storlab itself set: it is read from there.
+ALTER TABLE storlab.relocations
+  ADD COLUMN undoes_batch bigint;
+UPDATE storlab.relocations
+   SET undoes_batch = pg_catalog.substring(label FROM '^undo of batch ([0-9]+)$')::bigint
+ WHERE label ~ '^undo of batch [0-9]+$';
