@@ -8,6 +8,16 @@
 ALTER TABLE storlab.bench_runs
   ADD COLUMN server_io jsonb;
 
+-- ---- undo_batch of an earlier batch after undoing a later one ----
+-- A row written by undo_batch(N) names N, so that a later batch and its
+-- undo cancel out when an earlier batch is undone (0.7.0 refused it: the
+-- undo counted as a move since). 0.7.0 wrote that only into the label,
+-- which storlab itself set: it is read from there.
+ALTER TABLE storlab.relocations
+  ADD COLUMN undoes_batch bigint;
+UPDATE storlab.relocations
+   SET undoes_batch = pg_catalog.substring(label FROM '^undo of batch ([0-9]+)$')::bigint
+ WHERE label ~ '^undo of batch [0-9]+$';
 -- ---- PostgreSQL 18 names NOT NULL constraints ----
 -- storlab.job_records was storlab.jobs before 0.2.0: on 18 its NOT NULL
 -- constraints keep the old table's names (jobs_id_not_null, ...), where a

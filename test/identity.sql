@@ -25,7 +25,7 @@ RESET client_min_messages;
 -- the file runs again in the same database
 DELETE FROM storlab.baselines WHERE label = 'tap identity';
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(32);
+SELECT plan(33);
 \ir lib/probe_helpers.sql
 SELECT clock_timestamp() AS t_start \gset
 
@@ -238,8 +238,15 @@ SELECT throws_ok($$SELECT storlab.baseline('tap denied', '{lab_disk}', '50 ms', 
                  'nor take a baseline of it');
 SELECT throws_ok($$SELECT * FROM storlab.regressions('tap identity disk', duration => '50 ms', repetitions => 2)$$,
                  '42501', NULL, 'nor measure it again against a baseline');
+RESET ROLE;
+SELECT coalesce(pg_catalog.pg_sequence_last_value('storlab.probes_id_seq'), 0) AS probe_seq_before \gset
+SET ROLE tap_attacker;
 SELECT throws_ok($$SELECT * FROM storlab.compare_tablespaces('1 ms', '50 ms')$$, '42501', NULL,
                  'nor have compare_tablespaces() probe it');
+RESET ROLE;
+SELECT is(coalesce(pg_catalog.pg_sequence_last_value('storlab.probes_id_seq'), 0), :probe_seq_before::bigint,
+          'compare_tablespaces() refused before probing anything, not after probing the tablespaces it may write');
+SET ROLE tap_attacker;
 SELECT throws_ok($$SELECT storlab.probe('pg_wal', 'wal', duration => '50 ms', file_size => 1048576)$$, '42501',
                  'permission denied to probe pg_wal', 'pg_wal is the server''s: a role that is not pg_write_server_files may not probe it');
 SELECT ok((storlab.probe('pg_default', 'randread', duration => '50 ms', file_size => 1048576, direct => false)).ops > 0,

@@ -13,7 +13,7 @@ DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(57);
+SELECT plan(59);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -216,6 +216,16 @@ SELECT throws_ok(format('SELECT * FROM storlab.undo_batch(%s)', :b3), '55000', N
                  'a batch whose relations were moved again since is refused (55000): undo the later one first');
 SELECT is((SELECT tablespace::text FROM storlab.layout('public') WHERE relation = 'tap_batch'::regclass), 'lab_ram',
           'and nothing of it moved');
+-- as the hint says: the later batch undone first, then this one: the later
+-- batch and its undo cancel out
+SELECT max(batch_id) AS b4 FROM storlab.relocations \gset
+SELECT count(*) FROM storlab.undo_batch(:b4);
+SELECT is((SELECT string_agg(relation_name || ': ' || from_tablespace || ' -> ' || to_tablespace, ', ' ORDER BY relation_name)
+             FROM storlab.undo_batch(:b3)),
+          'public.tap_batch: lab_ram -> pg_default, public.tap_batch_pkey: lab_ram -> pg_default, public.tap_batch_v: lab_ram -> pg_default',
+          'after undoing the later batch, the earlier one is undone too (the later one and its undo cancel out)');
+SELECT is((SELECT count(*) FROM storlab.relocations WHERE undoes_batch = :b3), 3::bigint,
+          'each row of an undo names the batch it undoes');
 SELECT throws_ok('SELECT * FROM storlab.undo_batch(-1)', '42704', 'relocation batch -1 does not exist on this server',
                  'an unknown batch: 42704');
 SELECT throws_ok('SELECT * FROM storlab.undo_batch(NULL)', '22004', 'batch_id must not be NULL', 'a NULL batch: 22004');

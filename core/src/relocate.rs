@@ -283,3 +283,48 @@ mod tests {
         assert_eq!(human_bytes(1536), "1.5 kB");
     }
 }
+
+/// The batches that cancel out, from `(undo, undone)` pairs of
+/// undo_batch() rows: a batch undone by an undo that still stands, and
+/// that undo. Newest undo first, so that an undo undone in its turn
+/// cancels nothing (its target is in effect again).
+pub fn cancelled_batches(pairs: &[(i64, i64)]) -> std::collections::HashSet<i64> {
+    let mut undos: Vec<(i64, i64)> = pairs.to_vec();
+    undos.sort_unstable_by(|a, b| b.cmp(a));
+    undos.dedup();
+    let mut cancelled = std::collections::HashSet::new();
+    for (undo, undone) in undos {
+        if !cancelled.contains(&undo) {
+            cancelled.insert(undo);
+            cancelled.insert(undone);
+        }
+    }
+    cancelled
+}
+
+#[cfg(test)]
+mod undo_tests {
+    use super::cancelled_batches;
+
+    #[test]
+    fn an_undone_batch_and_its_undo_cancel_out() {
+        // batch 5 undone by 6
+        let c = cancelled_batches(&[(6, 5)]);
+        assert!(c.contains(&5) && c.contains(&6));
+        // 5 undone by 6, 4 undone by 7: all four cancel
+        let c = cancelled_batches(&[(6, 5), (7, 4)]);
+        assert_eq!(c.len(), 4);
+    }
+
+    #[test]
+    fn an_undo_undone_cancels_nothing() {
+        // 6 undoes 5, 7 undoes 6: 5's moves are in effect again
+        let c = cancelled_batches(&[(6, 5), (7, 6)]);
+        assert!(c.contains(&6) && c.contains(&7));
+        assert!(!c.contains(&5));
+        // and an undo of that: 8 undoes 7, so 6 stands again, cancelling 5
+        let c = cancelled_batches(&[(6, 5), (7, 6), (8, 7)]);
+        assert!(c.contains(&5) && c.contains(&6) && c.contains(&7) && c.contains(&8));
+        assert!(cancelled_batches(&[]).is_empty());
+    }
+}

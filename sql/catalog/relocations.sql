@@ -22,7 +22,10 @@ CREATE TABLE storlab.relocations (
     hostname          text        NOT NULL,
     -- an online rebuild (REINDEX CONCURRENTLY) gives the index a new oid:
     -- the oid it had before, so that history follows the index
-    previous_relation oid
+    previous_relation oid,
+    -- a row of undo_batch(N): N. A batch undone since is no later move of
+    -- its relations when an earlier batch is undone: the two cancel out
+    undoes_batch      bigint
 );
 
 CREATE INDEX relocations_moved_at ON storlab.relocations (moved_at);

@@ -333,6 +333,7 @@ fn record(
         system_identifier: system_identifier(),
         hostname: hostname(),
         previous_relation: index.oid.map(|o| o as u32),
+        undoes_batch: None,
     };
     bookkeeping(|| {
         Spi::run_with_args(

@@ -341,6 +341,7 @@ fn execute(
     dry_run: bool,
     label: Option<&str>,
     job: Option<i64>,
+    undoes: Option<i64>,
 ) -> Vec<RelocationRow> {
     for s in &steps {
         if !s.rel.owned {
@@ -561,6 +562,7 @@ fn execute(
             system_identifier: system_identifier(),
             hostname: hostname(),
             previous_relation: None,
+            undoes_batch: undoes,
         };
         let row = as_owner(|| {
             let query = if dry_run {
@@ -783,7 +785,7 @@ pub fn move_relation(
     check_movable(relation).or_raise();
     let to = check_target(tablespace).or_raise();
     let steps = plan(move_candidates(relation, &to, with_indexes));
-    execute(steps, timeout, dry_run, None, None)
+    execute(steps, timeout, dry_run, None, None, None)
 }
 
 /// "Data here, indexes there" in one call: every table, partitioned table and
@@ -826,7 +828,7 @@ pub fn apply_layout(
         &schema,
         "",
     );
-    execute(plan(candidates), timeout, dry_run, None, None)
+    execute(plan(candidates), timeout, dry_run, None, None, None)
 }
 
 /// The tables (with partitioned tables and materialized views) and the
@@ -873,7 +875,14 @@ pub fn apply_pgbench_placement(
                                  WHERE ix.indexrelid = c.oid), c.relname)
                       OPERATOR(pg_catalog.~) '^(pgbench_(accounts|branches|tellers|history)|storlab_bench_append)$'";
     let candidates = schema_candidates(tables, indexes, &Name(schema.to_string()), filter);
-    execute(plan(candidates), timeout, false, Some(label), Some(job))
+    execute(
+        plan(candidates),
+        timeout,
+        false,
+        Some(label),
+        Some(job),
+        None,
+    )
 }
 
 /// Moves every relation that storlab moved since `at` back to where it was
@@ -897,7 +906,7 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
         vec![at.into(), system_identifier().into()],
     );
     let label = format!("restore_layout since {at}");
-    restore(wanted, timeout, &label, false)
+    restore(wanted, timeout, &label, false, None)
 }
 
 /// Undoes one batch (one call of move, apply_layout, restore_layout, an
@@ -923,9 +932,13 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
     }
     // moved again by a later batch: the same relation, followed through
     // online rebuilds (which give an index a new oid)
+    // A later batch undone since (by undo_batch) and its undo cancel out:
+    // together they left the relations where this batch put them.
     let mine: std::collections::HashSet<pg_sys::Oid> = wanted.iter().map(|w| w.0).collect();
+    let cancelled = cancelled_batches(batch);
     let later: Vec<String> = history_rows(
-        "SELECT r.relation, pg_catalog.format('%s (batch %s)', r.relation_name, r.batch_id), r.kind, r.to_tablespace::text
+        "SELECT r.relation, pg_catalog.format('%s (batch %s)', r.relation_name, r.batch_id), r.kind,
+                r.batch_id::text
            FROM storlab.relocations r
           WHERE r.batch_id > $1 AND r.system_identifier = $2
           ORDER BY r.moved_at, r.id",
@@ -933,6 +946,7 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
     )
     .into_iter()
     .filter(|w| mine.contains(&w.0))
+    .filter(|w| !w.3.parse::<i64>().is_ok_and(|b| cancelled.contains(&b)))
     .map(|w| w.1)
     .collect();
     if !later.is_empty() {
@@ -944,7 +958,39 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
         .with_hint("Undo the later batches first, newest first, or use storlab.restore_layout(at) to go back to a point in time.")
         .raise();
     }
-    restore(wanted, timeout, &format!("undo of batch {batch}"), true)
+    restore(
+        wanted,
+        timeout,
+        &format!("undo of batch {batch}"),
+        true,
+        Some(batch),
+    )
+}
+
+/// The batches after `batch` that cancel out: each undone by a later
+/// undo_batch() (both the undone batch and its undo), innermost first, so
+/// that an undo that was itself undone counts as a move again.
+fn cancelled_batches(batch: i64) -> std::collections::HashSet<i64> {
+    let pairs: Vec<(i64, i64)> = as_owner(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT DISTINCT r.batch_id, r.undoes_batch FROM storlab.relocations r
+                  WHERE r.undoes_batch > $1 AND r.system_identifier = $2",
+                None,
+                &[batch.into(), system_identifier().into()],
+            )?
+            .map(|r| {
+                Ok((
+                    r.get::<i64>(1)?.expect("batch_id"),
+                    r.get::<i64>(2)?.expect("undoes_batch"),
+                ))
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+        .map_err(spi("reading storlab.relocations"))
+        .or_raise()
+    });
+    storlab_core::relocate::cancelled_batches(&pairs)
 }
 
 /// (relation, name as moved, kind, tablespace to go back to), read as the owner.
@@ -1031,7 +1077,13 @@ fn raw_history(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Ve
 /// 42704, before anything moves, naming the relation). With `whole`, a
 /// relation the caller may not move refuses the call (42501); otherwise it
 /// stays where it is, with a NOTICE naming it and who may move it.
-fn restore(wanted: Vec<Wanted>, timeout: Duration, label: &str, whole: bool) -> Vec<RelocationRow> {
+fn restore(
+    wanted: Vec<Wanted>,
+    timeout: Duration,
+    label: &str,
+    whole: bool,
+    undoes: Option<i64>,
+) -> Vec<RelocationRow> {
     let mut candidates = Vec::new();
     for (oid, name, kind, from) in wanted {
         match same_relation(oid, &name, &kind) {
@@ -1094,7 +1146,7 @@ fn restore(wanted: Vec<Wanted>, timeout: Duration, label: &str, whole: bool) -> 
             s.to
         );
     }
-    execute(mine, timeout, false, Some(label), None)
+    execute(mine, timeout, false, Some(label), None, undoes)
 }
 
 /// Is the relation with this oid still the one storlab moved? Oids are

@@ -400,9 +400,18 @@ fn figures(target: &Target, max_age: Interval) -> (Figures, Vec<SuiteItem>) {
 /// than `max_age` first) and its ranking against the others.
 pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Ranking)> {
     let targets = all_targets();
+    let found: Vec<(Figures, Vec<SuiteItem>)> =
+        targets.iter().map(|t| figures(t, max_age)).collect();
+    // probing writes where figures are missing: the caller's right to, as
+    // for probe(), checked for every such tablespace before the first probe
+    // (not after minutes of probing the others, whose figures would be lost)
+    for (target, (_, missing)) in targets.iter().zip(&found) {
+        if !missing.is_empty() {
+            target.check_may_write().or_raise();
+        }
+    }
     let mut all = Vec::with_capacity(targets.len());
-    for target in &targets {
-        let (mut f, missing) = figures(target, max_age);
+    for (target, (mut f, missing)) in targets.iter().zip(found) {
         if !missing.is_empty() {
             let names: Vec<String> = missing
                 .iter()
@@ -416,8 +425,6 @@ pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Rankin
                 target.name,
                 names.join(", ")
             );
-            // probing writes there: the caller's right to, as for probe()
-            target.check_may_write().or_raise();
             let file_size = suite_file_once(target, 1);
             for item in &missing {
                 if let Err(e) = measure_item(target, item, 1, file_size, run) {

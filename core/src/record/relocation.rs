@@ -34,6 +34,8 @@ pub struct Relocation {
     pub hostname: String,
     /// the index's oid before an online rebuild gave it a new one
     pub previous_relation: Option<u32>,
+    /// the batch a row of undo_batch() undoes
+    pub undoes_batch: Option<i64>,
 }
 
 impl Record for Relocation {
@@ -67,7 +69,8 @@ mod tests {
                 "note",
                 "system_identifier",
                 "hostname",
-                "previous_relation"
+                "previous_relation",
+                "undoes_batch"
             ]
         );
     }
