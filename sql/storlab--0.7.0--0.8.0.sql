@@ -18,6 +18,7 @@ ALTER TABLE storlab.relocations
 UPDATE storlab.relocations
    SET undoes_batch = pg_catalog.substring(label FROM '^undo of batch ([0-9]+)$')::bigint
  WHERE label ~ '^undo of batch [0-9]+$';
+
 -- ---- PostgreSQL 18 names NOT NULL constraints ----
 -- storlab.job_records was storlab.jobs before 0.2.0: on 18 its NOT NULL
 -- constraints keep the old table's names (jobs_id_not_null, ...), where a
