@@ -16,7 +16,7 @@ ALTER TABLE storlab.bench_runs
 ALTER TABLE storlab.relocations
   ADD COLUMN undoes_batch bigint;
 UPDATE storlab.relocations
-   SET undoes_batch = pg_catalog.substring(label FROM '^undo of batch ([0-9]+)$')::bigint
+   SET undoes_batch = pg_catalog.substring(label, '^undo of batch ([0-9]+)$')::bigint
  WHERE label ~ '^undo of batch [0-9]+$';
 
 -- ---- PostgreSQL 18 names NOT NULL constraints ----
