@@ -176,11 +176,13 @@ mod tests {
             &[("moved_at", "pg_catalog.clock_timestamp()")],
         );
         assert!(
-            sql.contains(", previous_relation, moved_at) SELECT "),
+            sql.contains(", previous_relation, undoes_batch, moved_at) SELECT "),
             "{sql}"
         );
         assert!(
-            sql.contains(", p.previous_relation, pg_catalog.clock_timestamp() FROM "),
+            sql.contains(
+                ", p.previous_relation, p.undoes_batch, pg_catalog.clock_timestamp() FROM "
+            ),
             "{sql}"
         );
         // the identity and the time are not the record's: their defaults apply
@@ -200,12 +202,12 @@ mod tests {
     }
 
     /// An install not updated yet: storlab.relocations before 0.6.0 had no
-    /// previous_relation.
+    /// previous_relation (nor 0.8.0's undoes_batch).
     #[test]
     fn a_table_without_a_later_column() {
         let before_0_6: Vec<String> = Relocation::columns()
             .into_iter()
-            .filter(|c| c != "previous_relation")
+            .filter(|c| c != "previous_relation" && c != "undoes_batch")
             .chain(["id".to_string(), "moved_at".to_string()])
             .collect();
         let moved = Relocation {
