@@ -935,18 +935,16 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
     // A later batch undone since (by undo_batch) and its undo cancel out:
     // together they left the relations where this batch put them.
     let mine: std::collections::HashSet<pg_sys::Oid> = wanted.iter().map(|w| w.0).collect();
-    let cancelled = cancelled_batches(batch);
+    let cancelled: Vec<i64> = cancelled_batches(batch).into_iter().collect();
     let later: Vec<String> = history_rows(
-        "SELECT r.relation, pg_catalog.format('%s (batch %s)', r.relation_name, r.batch_id), r.kind,
-                r.batch_id::text
+        "SELECT r.relation, pg_catalog.format('%s (batch %s)', r.relation_name, r.batch_id), r.kind, r.to_tablespace::text
            FROM storlab.relocations r
-          WHERE r.batch_id > $1 AND r.system_identifier = $2
+          WHERE r.batch_id > $1 AND r.system_identifier = $2 AND r.batch_id OPERATOR(pg_catalog.<>) ALL ($3)
           ORDER BY r.moved_at, r.id",
-        vec![batch.into(), system_identifier().into()],
+        vec![batch.into(), system_identifier().into(), cancelled.into()],
     )
     .into_iter()
     .filter(|w| mine.contains(&w.0))
-    .filter(|w| !w.3.parse::<i64>().is_ok_and(|b| cancelled.contains(&b)))
     .map(|w| w.1)
     .collect();
     if !later.is_empty() {
@@ -968,8 +966,8 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
 }
 
 /// The batches after `batch` that cancel out: each undone by a later
-/// undo_batch() (both the undone batch and its undo), innermost first, so
-/// that an undo that was itself undone counts as a move again.
+/// undo_batch() (both the undone batch and its undo; an undo that was
+/// itself undone counts as a move again: `relocate::cancelled_batches`).
 fn cancelled_batches(batch: i64) -> std::collections::HashSet<i64> {
     let pairs: Vec<(i64, i64)> = as_owner(|| {
         Spi::connect(|c| {
