@@ -40,11 +40,17 @@ SELECT p.workload, p.iodepth, count(*) AS repetitions
 -- alone fails no build; a figure flagged is measured again (the NOTICE),
 -- and has regressed only when the second round shows it too. Here the
 -- baseline's figures are made a hundred times better than the storage can
--- do: every figure has regressed.
+-- do: every throughput and median has regressed. A p99 is a run's slowest
+-- 1 %: one stall can make one repetition's p99 a hundred times its
+-- neighbours', and Welch's test of three such figures cannot call even a
+-- hundredfold change, so here the p99s are shown only as worse or not.
 UPDATE storlab.probes SET iops = iops * 100, mib_s = mib_s * 100,
        lat_p50_us = lat_p50_us / 100, lat_p99_us = lat_p99_us / 100
  WHERE id IN (SELECT probe_id FROM storlab.baseline_probes);
-SELECT tablespace, workload, metric, regressed, description
+SELECT tablespace, workload, metric,
+       CASE WHEN metric = 'lat_p99_us' THEN change_pct > 10 ELSE regressed END
+         AS "regressed (p99: worse)",
+       description
   FROM storlab.regressions('regress', duration => '300 ms', repetitions => 3);
 
 -- Bad input: a clear error and its SQLSTATE.
