@@ -38,3 +38,77 @@ BEGIN
   END LOOP;
 END
 $$;
+
+-- ---- PostgreSQL 18's asynchronous I/O ----
+-- probe_read_path() times PostgreSQL's own read path (cold sequential and
+-- bitmap heap scans of a scratch table) at several effective_io_concurrency
+-- values; each scan is a probe row of suite 'read_path', engine 'postgres',
+-- with the io_method and the value it ran at (NULL for every other probe).
+ALTER TABLE storlab.probes
+  ADD COLUMN io_method text CHECK (io_method IN ('sync', 'worker', 'io_uring')),
+  ADD COLUMN effective_io_concurrency integer CHECK (effective_io_concurrency BETWEEN 0 AND 1000);
+ALTER TABLE storlab.probes
+  DROP CONSTRAINT probes_workload_check,
+  ADD CONSTRAINT probes_workload_check
+    CHECK (workload IN ('randread', 'randwrite', 'seqread', 'seqwrite', 'wal', 'seqscan', 'bitmapscan')),
+  DROP CONSTRAINT probes_suite_check,
+  ADD CONSTRAINT probes_suite_check CHECK (suite IN ('standard', 'fsync_cost', 'read_path')),
+  DROP CONSTRAINT probes_engine_check,
+  ADD CONSTRAINT probes_engine_check CHECK (engine IN ('psync', 'io_uring', 'postgres'));
+COMMENT ON COLUMN storlab.probes.suite IS 'standard: a probe of the standard suite (profile, compare_tablespaces); fsync_cost: one of fsync_cost''s tests (writes rewound to the start of the file, as pg_test_fsync does); read_path: one cold scan of probe_read_path (PostgreSQL 18); NULL: a probe() call';
+COMMENT ON COLUMN storlab.probes.io_method IS 'read_path probes: the server''s io_method during the scan (PostgreSQL 18); NULL for the other probes, which do their own I/O';
+COMMENT ON COLUMN storlab.probes.effective_io_concurrency IS 'read_path probes: the effective_io_concurrency the scan ran at; NULL for the other probes';
+
+CREATE FUNCTION storlab."probe_read_path"(
+	"tablespace" name, /* Option < Name > */
+	"effective_io_concurrency" INT[] DEFAULT '{1,16,64}', /* :: std :: option :: Option < Vec < Option < i32 > > > */
+	"table_size" bigint DEFAULT 67108864, /* Option < i64 > */
+	"repetitions" INT DEFAULT 3, /* Option < i32 > */
+	"label" TEXT DEFAULT NULL /* Option < String > */
+) RETURNS SETOF storlab.probes /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
+> */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'probe_read_path_wrapper';
+REVOKE ALL ON FUNCTION storlab.probe_read_path(name, integer[], bigint, integer, text) FROM PUBLIC;
+
+-- storlab.tablespaces() shows the effective_io_concurrency reads in each
+-- tablespace are prefetched at, and the server's io_method, io_workers and
+-- io_combine_limit (NULL where the major has no such setting). New last
+-- columns: a new return type, so the function is made again, with its grants.
+DROP FUNCTION storlab.tablespaces();
+CREATE FUNCTION storlab."tablespaces"() RETURNS TABLE (
+	"kind" TEXT,  /* String */
+	"tablespace" name,  /* Name */
+	"oid" oid,  /* Option < pg_sys :: Oid > */
+	"location" TEXT,  /* String */
+	"fs_type" TEXT,  /* Option < String > */
+	"mount_point" TEXT,  /* Option < String > */
+	"mount_options" TEXT,  /* Option < String > */
+	"device" TEXT,  /* Option < String > */
+	"rotational" bool,  /* Option < bool > */
+	"fs_bytes" bigint,  /* Option < i64 > */
+	"free_bytes" bigint,  /* Option < i64 > */
+	"used_by_postgres_bytes" bigint,  /* Option < i64 > */
+	"direct_io" bool,  /* Option < bool > */
+	"backing" TEXT,  /* Option < String > */
+	"raid_profile" TEXT,  /* Option < String > */
+	"compression" TEXT,  /* Option < String > */
+	"memory_limit_bytes" bigint,  /* Option < i64 > */
+	"read_iops_limit" bigint,  /* Option < i64 > */
+	"write_iops_limit" bigint,  /* Option < i64 > */
+	"read_bps_limit" bigint,  /* Option < i64 > */
+	"write_bps_limit" bigint,  /* Option < i64 > */
+	"description" TEXT,  /* Option < String > */
+	"effective_io_concurrency" INT,  /* Option < i32 > */
+	"io_method" TEXT,  /* Option < String > */
+	"io_workers" INT,  /* Option < i32 > */
+	"io_combine_limit" TEXT  /* Option < String > */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'tablespaces_wrapper';
+REVOKE ALL ON FUNCTION storlab.tablespaces() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.tablespaces() TO pg_monitor;

@@ -110,6 +110,7 @@ REVOKE ALL ON FUNCTION storlab.probe(name, text, integer, interval, integer, big
 REVOKE ALL ON FUNCTION storlab.fsync_cost(name, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.profile(name, interval, integer[], integer[], real) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.probe_read_path(name, integer[], bigint, integer, text) FROM PUBLIC;
 
 -- Stored results are read-only reports.
 GRANT SELECT ON storlab.probes TO pg_monitor;

@@ -4,7 +4,7 @@ CREATE TABLE storlab.probes (
     id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     tablespace        name        NOT NULL,   -- or 'pg_wal' for the WAL folder
     location          text        NOT NULL,   -- the folder the scratch file was in
-    workload          text        NOT NULL CHECK (workload IN ('randread', 'randwrite', 'seqread', 'seqwrite', 'wal')),
+    workload          text        NOT NULL CHECK (workload IN ('randread', 'randwrite', 'seqread', 'seqwrite', 'wal', 'seqscan', 'bitmapscan')),
     block_size        integer     NOT NULL CHECK (block_size > 0),
     workers           integer     NOT NULL CHECK (workers > 0),
     direct            boolean     NOT NULL,   -- O_DIRECT really used (false after a fallback)
@@ -28,15 +28,19 @@ CREATE TABLE storlab.probes (
     system_identifier bigint      NOT NULL,
     hostname          text        NOT NULL,
     started_at        timestamptz NOT NULL,
-    suite             text CHECK (suite IN ('standard', 'fsync_cost')),
+    suite             text CHECK (suite IN ('standard', 'fsync_cost', 'read_path')),
     iodepth           integer     NOT NULL DEFAULT 1 CHECK (iodepth BETWEEN 1 AND 256),  -- requests in flight per worker
-    engine            text        NOT NULL DEFAULT 'psync' CHECK (engine IN ('psync', 'io_uring')),
+    engine            text        NOT NULL DEFAULT 'psync' CHECK (engine IN ('psync', 'io_uring', 'postgres')),
     precision_pct     float8,     -- the precision asked (percent); NULL: a fixed duration
-    iops_ci95_pct     float8      -- half-width of the 95 % CI of the mean IOPS over 100 ms samples, percent of it
+    iops_ci95_pct     float8,     -- half-width of the 95 % CI of the mean IOPS over 100 ms samples, percent of it
+    io_method         text CHECK (io_method IN ('sync', 'worker', 'io_uring')),  -- read_path: the server's io_method
+    effective_io_concurrency integer CHECK (effective_io_concurrency BETWEEN 0 AND 1000)  -- read_path: the value scanned at
 );
 
 CREATE INDEX probes_lookup ON storlab.probes (tablespace, workload, block_size, workers, started_at DESC);
-COMMENT ON COLUMN storlab.probes.suite IS 'standard: a probe of the standard suite (profile, compare_tablespaces); fsync_cost: one of fsync_cost''s tests (writes rewound to the start of the file, as pg_test_fsync does); NULL: a probe() call';
+COMMENT ON COLUMN storlab.probes.suite IS 'standard: a probe of the standard suite (profile, compare_tablespaces); fsync_cost: one of fsync_cost''s tests (writes rewound to the start of the file, as pg_test_fsync does); read_path: one cold scan of probe_read_path (PostgreSQL 18); NULL: a probe() call';
+COMMENT ON COLUMN storlab.probes.io_method IS 'read_path probes: the server''s io_method during the scan (PostgreSQL 18); NULL for the other probes, which do their own I/O';
+COMMENT ON COLUMN storlab.probes.effective_io_concurrency IS 'read_path probes: the effective_io_concurrency the scan ran at; NULL for the other probes';
 
 COMMENT ON COLUMN storlab.probes.iops_ci95_pct IS 'Precision reached: half-width of the 95 % confidence interval of the mean IOPS over the probe''s 100 ms samples, in percent of the mean (NULL below two samples)';
 COMMENT ON COLUMN storlab.probes.precision_pct IS 'The precision the probe was asked for (percent): it stopped once iops_ci95_pct was within it and the p99 had settled, or at its duration; NULL: it ran for its whole duration';

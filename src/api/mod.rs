@@ -9,6 +9,7 @@ pub mod checks;
 pub mod experiment;
 pub mod latency;
 pub mod probe;
+pub mod read_path;
 pub mod relocate;
 pub mod samples;
 pub mod suite;

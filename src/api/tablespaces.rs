@@ -2,6 +2,7 @@
 
 use pgrx::prelude::*;
 
+use crate::ops::read_path::{aio_settings, tablespace_eic};
 use crate::ops::targets::{all_targets, Target};
 use crate::sqltypes::Name;
 use storlab_core::env;
@@ -31,13 +32,51 @@ type Row = (
     Option<i64>,
     Option<i64>,
     Option<String>,
+    Option<i32>,
+    Option<String>,
+    Option<i32>,
+    Option<String>,
 );
+
+/// The server's I/O settings: NULL where this major has no such setting
+/// (io_method and io_workers before 18, io_combine_limit before 17).
+struct Io {
+    eic: Option<i32>,
+    method: Option<String>,
+    workers: Option<i32>,
+    combine_limit: Option<String>,
+}
+
+impl Io {
+    fn read() -> Io {
+        let a = aio_settings();
+        let int = |k: &str| a[k].as_i64().and_then(|v| i32::try_from(v).ok());
+        let text = |k: &str| a[k].as_str().map(str::to_owned);
+        Io {
+            eic: int("effective_io_concurrency"),
+            method: text("io_method"),
+            workers: int("io_workers"),
+            combine_limit: text("io_combine_limit"),
+        }
+    }
+}
 
 fn bytes(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn row(t: Target, memory_limit: Option<i64>) -> Row {
+fn row(t: Target, memory_limit: Option<i64>, io: &Io) -> Row {
+    // a tablespace's own effective_io_concurrency, else the server's
+    let eic = t
+        .oid
+        .filter(|_| t.kind == "tablespace")
+        .map(|oid| tablespace_eic(oid).or(io.eic));
+    let io_columns = (
+        eic.flatten(),
+        io.method.clone(),
+        io.workers,
+        io.combine_limit.clone(),
+    );
     let description = t.description.clone();
     // a cancel (statement_timeout) stops a walk over a million files
     let mut poll = || {
@@ -70,6 +109,10 @@ fn row(t: Target, memory_limit: Option<i64>) -> Row {
             f.throttle.read_bps.map(bytes),
             f.throttle.write_bps.map(bytes),
             description,
+            io_columns.0,
+            io_columns.1,
+            io_columns.2,
+            io_columns.3,
         ),
         Err(e) => {
             // One broken tablespace (folder removed behind PostgreSQL's back, a
@@ -104,6 +147,10 @@ fn row(t: Target, memory_limit: Option<i64>) -> Row {
                 None,
                 None,
                 description,
+                io_columns.0,
+                io_columns.1,
+                io_columns.2,
+                io_columns.3,
             )
         }
     }
@@ -113,7 +160,11 @@ fn row(t: Target, memory_limit: Option<i64>) -> Row {
 /// and behind the WAL folder, read from the kernel at call time, with what
 /// the server runs under: its cgroup memory limit (the same on every row)
 /// and the I/O throttles on each tablespace's devices, and the comment
-/// stating the tablespace's device class.
+/// stating the tablespace's device class; the effective_io_concurrency
+/// reads in it are prefetched at (its own, else the server's), and the
+/// server's asynchronous I/O settings (PostgreSQL 18: io_method,
+/// io_workers; 17 and later: io_combine_limit; NULL where the major has
+/// no such setting).
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn tablespaces() -> TableIterator<
@@ -141,13 +192,18 @@ fn tablespaces() -> TableIterator<
         name!(read_bps_limit, Option<i64>),
         name!(write_bps_limit, Option<i64>),
         name!(description, Option<String>),
+        name!(effective_io_concurrency, Option<i32>),
+        name!(io_method, Option<String>),
+        name!(io_workers, Option<i32>),
+        name!(io_combine_limit, Option<String>),
     ),
 > {
     let memory_limit = env::cgroup::memory_limit().map(bytes);
+    let io = Io::read();
     TableIterator::new(
         all_targets()
             .into_iter()
-            .map(|t| row(t, memory_limit))
+            .map(|t| row(t, memory_limit, &io))
             .collect::<Vec<_>>(),
     )
 }

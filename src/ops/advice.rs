@@ -6,9 +6,13 @@ use pgrx::prelude::*;
 
 use super::error::{spi, OrRaise};
 use super::pgbench::pgbench_schema;
+use super::read_path::{aio_settings, server_version_num};
 use super::report::experiment_report;
+use super::server::system_identifier;
 use super::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
+use storlab_core::advice::read_path::{AioSettings, ReadPathPoint};
 use storlab_core::advice::{self, Advice, ByTablespace, Cell, Context, Experiment, Figures, Probe};
+use storlab_core::request::read_path::unsupported_major;
 use storlab_core::sql_text::ident;
 
 /// Repeated probes read per tablespace and workload, the newest.
@@ -63,7 +67,55 @@ fn context() -> Context {
         pgbench_schema: schema,
         index_tablespace: index_tablespace.unwrap_or_else(|| default_ts.clone()),
         temp_tablespace: temp_tablespace.unwrap_or(default_ts),
+        aio: aio(),
     }
+}
+
+/// The server's asynchronous I/O settings, on PostgreSQL 18 and later.
+fn aio() -> Option<AioSettings> {
+    if unsupported_major(server_version_num()).is_some() {
+        return None;
+    }
+    let a = aio_settings();
+    Some(AioSettings {
+        io_method: a["io_method"].as_str().unwrap_or("sync").to_string(),
+        io_workers: a["io_workers"].as_i64().map(|v| v as i32),
+        io_combine_limit: a["io_combine_limit"].as_str().map(str::to_owned),
+    })
+}
+
+/// The newest read-path scans of this server (probe_read_path), their
+/// repetitions grouped by (tablespace, scan, io_method, value).
+fn add_read_path(
+    c: &pgrx::spi::SpiClient<'_>,
+    out: &mut ByTablespace,
+) -> Result<(), pgrx::spi::Error> {
+    let rows = c.select(
+        "SELECT tablespace::text, workload, io_method, effective_io_concurrency,
+                pg_catalog.array_agg(mib_s ORDER BY id), pg_catalog.array_agg(id ORDER BY id)
+           FROM (SELECT p.*, pg_catalog.row_number() OVER (
+                          PARTITION BY tablespace, workload, io_method, effective_io_concurrency
+                          ORDER BY started_at DESC, id DESC) AS n
+                   FROM storlab.probes p
+                  WHERE suite = 'read_path' AND ops > 0 AND system_identifier = $1) newest
+          WHERE n <= $2
+          GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
+        None,
+        &[system_identifier().into(), REPEATS_READ.into()],
+    )?;
+    for r in rows {
+        let f = out
+            .entry(r.get::<String>(1)?.unwrap_or_default())
+            .or_default();
+        f.read_path.push(ReadPathPoint {
+            scan: r.get(2)?.unwrap_or_default(),
+            io_method: r.get(3)?.unwrap_or_default(),
+            eic: r.get(4)?.unwrap_or(0),
+            mib_s: r.get::<Vec<f64>>(5)?.unwrap_or_default(),
+            ids: r.get::<Vec<i64>>(6)?.unwrap_or_default(),
+        });
+    }
+    Ok(())
 }
 
 /// Per tablespace (and pg_wal): the newest standard-suite figures, and
@@ -124,6 +176,7 @@ fn newest_figures() -> ByTablespace {
                     .push(probe(&r, 3)?);
             }
         }
+        add_read_path(c, &mut out)?;
         Ok::<_, pgrx::spi::Error>(())
     })
     .map_err(spi("reading the probes"))

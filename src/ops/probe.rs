@@ -69,7 +69,10 @@ pub fn scratch_dir(target: &Target) -> PathBuf {
     }
 }
 
-fn facts_json(target: &Target, facts: &std::io::Result<env::StorageFacts>) -> serde_json::Value {
+pub(crate) fn facts_json(
+    target: &Target,
+    facts: &std::io::Result<env::StorageFacts>,
+) -> serde_json::Value {
     match facts {
         Ok(f) => serde_json::json!({
             "kind": target.kind,
@@ -99,7 +102,7 @@ fn facts_json(target: &Target, facts: &std::io::Result<env::StorageFacts>) -> se
 /// `need`, the filesystem is asked to settle first (xfs frees a removed
 /// file's blocks lazily: right after a large probe the space is there, but
 /// not yet counted) and read again, for up to a second.
-fn free_space_for(target: &Target, need: u64) -> Result<env::space::FsSpace, Error> {
+pub(crate) fn free_space_for(target: &Target, need: u64) -> Result<env::space::FsSpace, Error> {
     let read = || {
         env::space::fs_space(&target.folder).map_err(|e| {
             Error::new(
@@ -136,7 +139,7 @@ const PROBE_LOCK_CLASS: u32 = 0x5354_4c42; // "STLB"
 /// unwinds, and by PostgreSQL itself if the backend exits). A second probe
 /// waits for it, with a NOTICE naming the holder, bounded by lock_timeout
 /// like any lock wait, and cancellable.
-struct DeviceLock(pg_sys::LOCKTAG);
+pub(crate) struct DeviceLock(pg_sys::LOCKTAG);
 
 impl DeviceLock {
     fn tag(dev: u64) -> pg_sys::LOCKTAG {
@@ -154,7 +157,7 @@ impl DeviceLock {
         }
     }
 
-    fn acquire(target: &Target) -> Result<DeviceLock, Error> {
+    pub(crate) fn acquire(target: &Target) -> Result<DeviceLock, Error> {
         let dev = env::space::device_id(&target.folder).map_err(|e| {
             Error::new(
                 SqlState::IoError,

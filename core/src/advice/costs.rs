@@ -25,6 +25,7 @@
 use serde_json::json;
 
 use super::figures::{ByTablespace, Figures};
+use super::read_path::{choose_eic, eic_said};
 use super::{Advice, COMPARE_CALL};
 use crate::sql_text::{ident, literal};
 
@@ -128,7 +129,14 @@ pub fn io_concurrency(
 /// The costs rows: one per tablespace with random and sequential reads
 /// measured (pg_wal aside), priced in pg_default's sequential page; or
 /// what to measure first.
-pub fn advise(figures: &ByTablespace, blks_read: i64, blks_hit: i64) -> Vec<Advice> {
+/// `io_method`: the server's (PostgreSQL 18), whose read-path probes decide
+/// effective_io_concurrency where they were run.
+pub fn advise(
+    figures: &ByTablespace,
+    blks_read: i64,
+    blks_hit: i64,
+    io_method: Option<&str>,
+) -> Vec<Advice> {
     let seq = |f: &Figures| {
         f.workloads
             .get("seqread")
@@ -175,7 +183,14 @@ pub fn advise(figures: &ByTablespace, blks_read: i64, blks_hit: i64) -> Vec<Advi
             "SELECT * FROM storlab.profile({}, iodepths => '{{1,2,4,8,16,32,64}}')",
             literal(ts)
         );
+        let read_path = io_method.and_then(|m| choose_eic(&f.read_path, m).map(|c| (c, m)));
         match eic {
+            _ if read_path.is_some() => {
+                let (c, m) = read_path.as_ref().expect("matched");
+                set.push_str(&format!(", effective_io_concurrency = {}", c.eic));
+                said.push_str("; ");
+                said.push_str(&eic_said(c, m, eic.map(|e| e.0)));
+            }
             Some((n, ConcurrencyBasis::QueueDepth)) => {
                 set.push_str(&format!(", effective_io_concurrency = {n}"));
                 let measured: Vec<String> = depths.iter().map(|d| d.0.to_string()).collect();
@@ -217,6 +232,10 @@ pub fn advise(figures: &ByTablespace, blks_read: i64, blks_hit: i64) -> Vec<Advi
                 "iops_by_workers": readers,
                 "iops_by_iodepth": depths,
                 "depth_probes": f.depths.iter().map(|s| s.2).collect::<Vec<_>>(),
+                "read_path": read_path.as_ref().map(|(c, m)| json!({
+                    "io_method": m, "effective_io_concurrency": c.eic, "mib_s_by_value": c.curve,
+                    "probes": c.ids,
+                })),
             }),
         ));
     }
@@ -387,7 +406,7 @@ mod tests {
 
     #[test]
     fn a_row_per_tablespace_priced_in_pg_defaults_sequential_page() {
-        let rows = advise(&two_tablespaces(), 0, 0);
+        let rows = advise(&two_tablespaces(), 0, 0, None);
         let targets: Vec<_> = rows.iter().map(|r| r.target.as_deref().unwrap()).collect();
         assert_eq!(targets, ["lab_disk", "pg_default"]);
         assert_eq!(
@@ -413,7 +432,7 @@ mod tests {
 
     #[test]
     fn a_measured_miss_ratio_is_said_and_used() {
-        let rows = advise(&two_tablespaces(), 500_000, 500_000);
+        let rows = advise(&two_tablespaces(), 500_000, 500_000, None);
         assert!(rows[0]
             .advice
             .contains("50.0 % of this database's block reads miss shared buffers"));
@@ -433,7 +452,7 @@ mod tests {
             .unwrap()
             .workloads
             .remove("seqread");
-        let rows = advise(&figures, 0, 0);
+        let rows = advise(&figures, 0, 0, None);
         assert_eq!(rows.len(), 1);
         assert!(rows[0].advice.contains("pg_default's sequential reads"));
         assert_eq!(rows[0].statement.as_deref(), Some(COMPARE_CALL));
@@ -442,7 +461,7 @@ mod tests {
         for f in figures.values_mut() {
             f.workloads.remove("randread");
         }
-        let rows = advise(&figures, 0, 0);
+        let rows = advise(&figures, 0, 0, None);
         assert_eq!(rows.len(), 1);
         assert!(rows[0]
             .advice
@@ -454,7 +473,7 @@ mod tests {
         let mut figures = two_tablespaces();
         figures.insert("pg_wal".into(), figures["lab_disk"].clone());
         figures.get_mut("lab_disk").unwrap().scaling.clear();
-        let rows = advise(&figures, 0, 0);
+        let rows = advise(&figures, 0, 0, None);
         assert_eq!(rows.len(), 2, "pg_wal is no tablespace");
         assert!(!rows[0]
             .statement
@@ -462,5 +481,57 @@ mod tests {
             .unwrap()
             .contains("effective_io_concurrency"));
         assert!(rows[0].advice.contains("for effective_io_concurrency, measure reads at several queue depths first: SELECT * FROM storlab.profile('lab_disk'"));
+    }
+
+    #[test]
+    fn on_18_the_read_path_decides_effective_io_concurrency() {
+        use super::super::read_path::ReadPathPoint;
+        let mut figures = two_tablespaces();
+        let pt = |eic: i32, mib: [f64; 3]| ReadPathPoint {
+            scan: "bitmapscan".into(),
+            io_method: "worker".into(),
+            eic,
+            mib_s: mib.to_vec(),
+            ids: vec![100 + eic as i64],
+        };
+        figures.get_mut("pg_default").unwrap().read_path = vec![
+            pt(1, [30.0, 31.0, 29.0]),
+            pt(16, [80.0, 81.0, 79.0]),
+            pt(64, [82.0, 81.0, 83.0]),
+        ];
+        let rows = advise(&figures, 0, 0, Some("worker"));
+        let d = rows
+            .iter()
+            .find(|r| r.target.as_deref() == Some("pg_default"))
+            .unwrap();
+        assert!(
+            d.statement
+                .as_ref()
+                .unwrap()
+                .ends_with("effective_io_concurrency = 16)"),
+            "{:?}",
+            d.statement
+        );
+        // the raw queue-depth curve (8 reaches four fifths) is named, and not used
+        assert!(
+            d.advice.contains("raw queue-depth curve says 8"),
+            "{}",
+            d.advice
+        );
+        assert_eq!(d.evidence["read_path"]["effective_io_concurrency"], 16);
+        // without read-path probes under the method in use, the curve decides
+        let rows = advise(&figures, 0, 0, Some("io_uring"));
+        let d = rows
+            .iter()
+            .find(|r| r.target.as_deref() == Some("pg_default"))
+            .unwrap();
+        assert!(
+            d.statement
+                .as_ref()
+                .unwrap()
+                .ends_with("effective_io_concurrency = 8)"),
+            "{:?}",
+            d.statement
+        );
     }
 }

@@ -38,6 +38,9 @@ pub struct Figures {
     /// seqwrite), newest first: the repeated figures a difference between
     /// two tablespaces is tested on
     pub repeats: BTreeMap<String, Vec<Probe>>,
+    /// PostgreSQL's own read path (probe_read_path, PostgreSQL 18): the
+    /// repetitions of each (scan, io_method, effective_io_concurrency)
+    pub read_path: Vec<super::read_path::ReadPathPoint>,
 }
 
 /// Figures by tablespace name ("pg_wal" for the WAL's folder).
@@ -84,6 +87,8 @@ pub struct Context {
     /// where temp files go now: temp_tablespaces' first, else the
     /// database's default tablespace
     pub temp_tablespace: String,
+    /// the server's asynchronous I/O settings; None before PostgreSQL 18
+    pub aio: Option<super::read_path::AioSettings>,
 }
 
 impl Default for Context {
@@ -95,6 +100,7 @@ impl Default for Context {
             pgbench_schema: None,
             index_tablespace: "pg_default".into(),
             temp_tablespace: "pg_default".into(),
+            aio: None,
         }
     }
 }

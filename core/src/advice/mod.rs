@@ -10,6 +10,8 @@
 //!   won significantly, else repeated probes that differ significantly
 //!   between the current tablespace and one on another volume
 //! - `fillfactor`: a fillfactor that beat the highest one significantly
+//! - `read_path` (PostgreSQL 18): effective_io_concurrency from PostgreSQL's
+//!   own read path, and whether another io_method reads significantly faster
 //!
 //! A topic without evidence says what to measure first, and the call that
 //! measures it.
@@ -18,6 +20,7 @@ pub mod costs;
 pub mod figures;
 pub mod fillfactor;
 pub mod placement;
+pub mod read_path;
 pub mod wal;
 
 pub use costs::{
@@ -77,9 +80,14 @@ impl Advice {
 pub const COMPARE_CALL: &str = "SELECT * FROM storlab.compare_tablespaces()";
 
 /// Every topic's advice, in the order recommend() returns them: costs per
-/// tablespace, wal, indexes, temp, fillfactor.
+/// tablespace, wal, indexes, temp, fillfactor, and on PostgreSQL 18 io_method.
 pub fn recommend(figures: &ByTablespace, experiments: &[Experiment], ctx: &Context) -> Vec<Advice> {
-    let mut rows = costs::advise(figures, ctx.blks_read, ctx.blks_hit);
+    let mut rows = costs::advise(
+        figures,
+        ctx.blks_read,
+        ctx.blks_hit,
+        ctx.aio.as_ref().map(|a| a.io_method.as_str()),
+    );
     rows.push(wal::advise(figures));
     rows.push(placement::advise(
         placement::Purpose::Indexes,
@@ -94,6 +102,9 @@ pub fn recommend(figures: &ByTablespace, experiments: &[Experiment], ctx: &Conte
         ctx,
     ));
     rows.push(fillfactor::advise(experiments, ctx));
+    if let Some(aio) = &ctx.aio {
+        rows.push(read_path::advise_io_method(figures, aio));
+    }
     rows
 }
 

@@ -7,6 +7,7 @@ pub mod cgroup;
 pub mod device;
 pub mod direct_io;
 pub mod mountinfo;
+pub mod page_cache;
 pub mod space;
 pub mod stored;
 

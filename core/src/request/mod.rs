@@ -8,4 +8,5 @@ pub mod checks;
 pub mod experiment;
 pub mod job;
 pub mod probe;
+pub mod read_path;
 pub mod relocate;
