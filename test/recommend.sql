@@ -10,8 +10,11 @@ SELECT plan(10);
 SELECT diag(format('%s tablespaces measured', count(*))) FROM storlab.compare_tablespaces(duration => '100 ms');
 
 CREATE TEMP TABLE advice AS SELECT * FROM storlab.recommend();
+-- (PostgreSQL 18 adds io_method: whether another one reads faster)
 SELECT is((SELECT array_agg(DISTINCT topic ORDER BY topic) FROM advice),
-          '{costs,fillfactor,indexes,temp,wal}', 'every topic has its row');
+          CASE WHEN current_setting('server_version_num')::int >= 180000
+               THEN '{costs,fillfactor,indexes,io_method,temp,wal}'
+               ELSE '{costs,fillfactor,indexes,temp,wal}' END::text[], 'every topic has its row');
 SELECT is((SELECT count(*) FROM advice WHERE coalesce(advice, '') = '' OR jsonb_typeof(evidence) <> 'object'), 0::bigint,
           'every row says what to do and carries its evidence');
 SELECT ok((SELECT bool_and(evidence ? 'probes') FROM advice WHERE topic IN ('costs', 'wal') AND target IS NOT NULL),

@@ -81,13 +81,28 @@ pub fn tablespace_eic(oid: pg_sys::Oid) -> Option<i32> {
     .or_raise()
 }
 
+/// Sets a parameter for the rest of the probe only, as a function's SET
+/// clause does (GUC_ACTION_SAVE): AtEOXact_GUC at the probe's end puts the
+/// caller's value back, whether it was the session's or a SET LOCAL's.
 fn set_local(name: &str, value: &str) {
-    Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.set_config($1, $2, true)",
-        &[name.into(), value.into()],
-    )
-    .map_err(spi("setting a parameter for the probe"))
-    .or_raise();
+    let (n, v) = (
+        std::ffi::CString::new(name).expect("a parameter name"),
+        std::ffi::CString::new(value).expect("a parameter value"),
+    );
+    // SAFETY: both strings outlive the call; elevel ERROR raises a bad
+    // value as PostgreSQL's own error (longjmp caught by pgrx's guard).
+    unsafe {
+        pg_sys::set_config_option(
+            n.as_ptr(),
+            v.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            pgrx::PgLogLevel::ERROR as i32,
+            false,
+        );
+    }
 }
 
 /// How each value reaches the scans: the session's setting, or the
@@ -274,8 +289,8 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
         }
         None => EicVia::Setting,
     };
-    // every set_config(..., true) below is undone when the probe returns,
-    // as a function's SET clause is: the caller's session keeps its own
+    // every parameter set below is undone when the probe returns, as a
+    // function's SET clause is: the caller's session keeps its own.
     // SAFETY: paired with AtEOXact_GUC below (an error aborts the
     // (sub)transaction, which undoes them too).
     let nest = unsafe { pg_sys::NewGUCNestLevel() };
@@ -391,7 +406,7 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     if let EicVia::Tablespace { original, .. } = via {
         via.set(original);
     }
-    // SAFETY: the level made above; true: the values set since are undone
+    // SAFETY: the level made above; the values saved since are restored
     unsafe { pg_sys::AtEOXact_GUC(true, nest) };
     as_owner(|| Spi::run(&format!("DROP TABLE {table}")))
         .map_err(spi("dropping the scratch table"))?;
