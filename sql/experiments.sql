@@ -106,8 +106,29 @@ SELECT layout, fillfactor AS ff, clients, wal, runs, round(tps_mean::numeric, 1)
        round(ff_improvement_pct::numeric, 4) AS "ff_improv_%", round(ff_p_value::numeric, 4) AS ff_p, ff_significant
   FROM storlab.experiment_report(9001);
 
+-- storlab.experiment_io(experiment_id): what the server read, wrote,
+-- extended and synced during the runs the report pools, from the
+-- pg_stat_io differences each run stored (bench_runs.server_io, PostgreSQL
+-- 16 and later; a run on 15 has none and is left out): means per run, by
+-- cell and by backend type, object and context, times in ms. Here base's
+-- runs at fillfactor 100 read from disk, fast's hit shared buffers; a
+-- pg_stat_io row one run lacks (only the rows that moved are stored)
+-- counts 0 in that run.
+UPDATE storlab.bench_runs
+   SET server_io = CASE WHEN experiment_layout = 'base'
+     THEN jsonb_build_object('client backend/relation/normal',
+            jsonb_build_object('reads', 1000 * repetition, 'read_time', 50.0 * repetition, 'hits', 9000),
+                             'checkpointer/relation/normal',
+            jsonb_build_object('writes', 300, 'write_time', 3.0, 'fsyncs', 12, 'fsync_time', 30.0))
+     ELSE jsonb_build_object('client backend/relation/normal', jsonb_build_object('reads', 10, 'hits', 9990)) END
+ WHERE experiment_id = 9001 AND fillfactor = 100;
+SELECT layout, fillfactor AS ff, clients, backend_type, object, context, runs,
+       reads, read_ms, writes, fsyncs, fsync_ms, hits
+  FROM storlab.experiment_io(9001);
+
 -- An experiment that does not exist is named as such.
 SELECT * FROM storlab.experiment_report(424242);
+SELECT * FROM storlab.experiment_io(424242);
 
 -- The experiment's rows go with its job.
 DELETE FROM storlab.job_records WHERE id = 9001;

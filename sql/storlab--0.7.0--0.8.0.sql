@@ -112,3 +112,34 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'tablespaces_wrapper';
 REVOKE ALL ON FUNCTION storlab.tablespaces() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.tablespaces() TO pg_monitor;
+
+-- storlab.experiment_io(): what the server read, wrote, extended and synced
+-- during an experiment's measured runs (their pg_stat_io differences), per
+-- cell and backend type, object and context.
+CREATE FUNCTION storlab."experiment_io"(
+	"experiment_id" bigint /* Option < i64 > */
+) RETURNS TABLE (
+	"layout" TEXT,  /* String */
+	"fillfactor" INT,  /* i32 */
+	"clients" INT,  /* i32 */
+	"backend_type" TEXT,  /* String */
+	"object" TEXT,  /* String */
+	"context" TEXT,  /* String */
+	"runs" INT,  /* i32 */
+	"reads" double precision,  /* Option < f64 > */
+	"read_ms" double precision,  /* Option < f64 > */
+	"writes" double precision,  /* Option < f64 > */
+	"write_ms" double precision,  /* Option < f64 > */
+	"extends" double precision,  /* Option < f64 > */
+	"fsyncs" double precision,  /* Option < f64 > */
+	"fsync_ms" double precision,  /* Option < f64 > */
+	"hits" double precision,  /* Option < f64 > */
+	"evictions" double precision,  /* Option < f64 > */
+	"reuses" double precision  /* Option < f64 > */
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'experiment_io_wrapper';
+REVOKE ALL ON FUNCTION storlab.experiment_io(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.experiment_io(bigint) TO pg_monitor;

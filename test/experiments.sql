@@ -6,7 +6,7 @@
 -- No BEGIN: the job's worker sees only what is committed.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(74);
+SELECT plan(75);
 
 -- Waits (up to 60 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -133,6 +133,13 @@ SELECT ok((SELECT improvement_pct = 0 AND p_value IS NULL FROM storlab.experimen
       AND (SELECT p_value BETWEEN 0 AND 1 AND tps_ci95_low < tps_mean AND tps_mean < tps_ci95_high
              FROM storlab.experiment_report(:exp) WHERE layout = 'ram-indexes'),
           'the baseline is 0 %, the other has a p-value and an interval around its mean');
+-- experiment_io: on 16 and later every cell has what its backends did
+-- (pg_stat_io); on 15 there is no such view, and no row.
+SELECT is((SELECT array_agg(DISTINCT layout || ':' || runs ORDER BY layout || ':' || runs)
+             FROM storlab.experiment_io(:exp) WHERE backend_type = 'client backend'),
+          CASE WHEN current_setting('server_version_num')::int >= 160000
+               THEN ARRAY['disk:2', 'ram-indexes:2'] END,
+          'experiment_io has the client backends'' I/O of every cell (none before pg_stat_io)');
 
 -- A layout that omits a part has it where the baseline puts it, for every
 -- run: B's tables stay on lab_disk (A's), whichever layout ran before it

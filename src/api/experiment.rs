@@ -133,3 +133,60 @@ fn experiment_report(
         )
     }))
 }
+
+/// What the server read, wrote, extended and synced during an experiment's
+/// measured runs (pg_stat_io's differences each run stored, PostgreSQL 16
+/// and later), per (layout, fillfactor, clients) and per backend type,
+/// object and context: means per run, times in ms. The runs are those
+/// experiment_report() pools; runs without pg_stat_io figures (on 15) are
+/// left out, so an experiment run on 15 has no rows. Read as the caller.
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
+fn experiment_io(
+    experiment_id: Option<i64>,
+) -> TableIterator<
+    'static,
+    (
+        name!(layout, String),
+        name!(fillfactor, i32),
+        name!(clients, i32),
+        name!(backend_type, String),
+        name!(object, String),
+        name!(context, String),
+        name!(runs, i32),
+        name!(reads, Option<f64>),
+        name!(read_ms, Option<f64>),
+        name!(writes, Option<f64>),
+        name!(write_ms, Option<f64>),
+        name!(extends, Option<f64>),
+        name!(fsyncs, Option<f64>),
+        name!(fsync_ms, Option<f64>),
+        name!(hits, Option<f64>),
+        name!(evictions, Option<f64>),
+        name!(reuses, Option<f64>),
+    ),
+> {
+    let id = required(experiment_id, "experiment_id");
+    TableIterator::new(report::experiment_io(id).into_iter().map(|r| {
+        let m = |i: usize| r.means[i];
+        (
+            r.cell.0,
+            r.cell.1,
+            r.cell.2,
+            r.backend_type,
+            r.object,
+            r.context,
+            r.runs,
+            m(0),
+            m(1),
+            m(2),
+            m(3),
+            m(4),
+            m(5),
+            m(6),
+            m(7),
+            m(8),
+            m(9),
+        )
+    }))
+}

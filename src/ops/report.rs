@@ -279,3 +279,47 @@ fn stored_sizes(id: i64) -> HashMap<(String, i32), Sizes> {
     .map_err(spi("reading the experiment's sizes"))
     .or_raise()
 }
+
+/// An experiment's pg_stat_io figures per cell (`storlab.experiment_io()`):
+/// the measured runs experiment_report() pools, as the caller reads them.
+/// The order: layouts as the experiment lists them, then fillfactor,
+/// clients, backend type, object, context.
+pub fn experiment_io(id: i64) -> Vec<storlab_core::report::io::IoRow> {
+    let e = experiment_of(id);
+    let runs = Spi::connect(|c| {
+        c.select(
+            "SELECT experiment_layout, fillfactor, clients, server_io
+               FROM storlab.bench_runs
+              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL
+              ORDER BY id",
+            None,
+            &[id.into()],
+        )?
+        .map(|r| {
+            Ok((
+                (
+                    r.get::<String>(1)?.unwrap_or_default(),
+                    r.get::<i32>(2)?.unwrap_or(0),
+                    r.get::<i32>(3)?.unwrap_or(0),
+                ),
+                r.get::<JsonB>(4)?.map(|j| j.0),
+            ))
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's runs"))
+    .or_raise();
+    let mut rows = storlab_core::report::io::per_cell(&runs);
+    let rank = |layout: &str| e.layouts.iter().position(|l| l.name == layout).unwrap_or(usize::MAX);
+    rows.sort_by(|a, b| {
+        (rank(&a.cell.0), a.cell.1, a.cell.2, &a.backend_type, &a.object, &a.context).cmp(&(
+            rank(&b.cell.0),
+            b.cell.1,
+            b.cell.2,
+            &b.backend_type,
+            &b.object,
+            &b.context,
+        ))
+    });
+    rows
+}

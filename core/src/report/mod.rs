@@ -3,5 +3,6 @@
 pub mod checks;
 pub mod compare;
 pub mod experiment;
+pub mod io;
 pub mod latency;
 pub mod samples;
