@@ -243,6 +243,25 @@ pub fn advise_io_method(figures: &ByTablespace, aio: &AioSettings) -> Advice {
             evidence,
         );
     }
+    // a method faster on some tablespaces and slower on others: no switch
+    if let Some((m, g)) = gains.iter().next() {
+        let said: Vec<String> = g
+            .iter()
+            .map(|(ts, c, p)| format!("{ts} ({c:+.0} %, p {p:.4})"))
+            .collect();
+        return Advice::new(
+            "io_method",
+            None,
+            format!(
+                "no io_method reads faster everywhere: io_method = {m} read cold bitmap heap scans significantly faster than {current} on {} but significantly slower on {}; which to run depends on the tablespaces whose reads matter most, so no change is proposed",
+                said.join(", "),
+                losses.get(m).map(|l| l.join(", ")).unwrap_or_default()
+            ),
+            None,
+            None,
+            evidence,
+        );
+    }
     let others: Vec<&str> = ["sync", "worker", "io_uring"]
         .into_iter()
         .filter(|m| !methods_seen.contains(m))
@@ -367,6 +386,37 @@ mod tests {
         let a = advise_io_method(&f, &aio("io_uring"));
         assert_eq!(a.statement, None);
         assert!(a.advice.contains("no measurable"), "{}", a.advice);
+    }
+
+    #[test]
+    fn faster_on_one_tablespace_and_slower_on_another_is_no_switch() {
+        let mut f = figures(vec![
+            pt("bitmapscan", "worker", 64, &[240.0, 250.0, 270.0]),
+            pt("bitmapscan", "io_uring", 64, &[460.0, 520.0, 420.0]),
+        ]);
+        f.insert(
+            "lab_ram".into(),
+            Figures {
+                read_path: vec![
+                    pt("bitmapscan", "worker", 64, &[3000.0, 2750.0, 2900.0]),
+                    pt("bitmapscan", "io_uring", 64, &[1700.0, 1650.0, 1750.0]),
+                ],
+                ..Default::default()
+            },
+        );
+        let a = advise_io_method(&f, &aio("worker"));
+        assert_eq!(a.statement, None);
+        assert!(
+            a.advice
+                .starts_with("no io_method reads faster everywhere: io_method = io_uring"),
+            "{}",
+            a.advice
+        );
+        assert!(
+            a.advice.contains("lab_disk (+") && a.advice.contains("slower on lab_ram"),
+            "{}",
+            a.advice
+        );
     }
 
     #[test]

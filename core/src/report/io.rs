@@ -100,24 +100,42 @@ mod tests {
     #[test]
     fn means_per_run_with_missing_rows_as_zero() {
         let runs = vec![
-            (cell("base"), Some(json!({"client backend/relation/normal": {"reads": 100, "read_time": 5.0, "hits": 900}}))),
-            (cell("base"), Some(json!({
-                "client backend/relation/normal": {"reads": 300, "read_time": 15.0, "hits": 700},
-                "checkpointer/relation/normal": {"writes": 40, "fsyncs": 4}
-            }))),
+            (
+                cell("base"),
+                Some(
+                    json!({"client backend/relation/normal": {"reads": 100, "read_time": 5.0, "hits": 900}}),
+                ),
+            ),
+            (
+                cell("base"),
+                Some(json!({
+                    "client backend/relation/normal": {"reads": 300, "read_time": 15.0, "hits": 700},
+                    "checkpointer/relation/normal": {"writes": 40, "fsyncs": 4}
+                })),
+            ),
             // a run on 15: no pg_stat_io, left out of the means
             (cell("base"), None),
-            (cell("fast"), Some(json!({"client backend/relation/normal": {"reads": 10}}))),
+            (
+                cell("fast"),
+                Some(json!({"client backend/relation/normal": {"reads": 10}})),
+            ),
         ];
         let rows = per_cell(&runs);
         assert_eq!(rows.len(), 3);
         let cb = &rows[1];
-        assert_eq!((cb.backend_type.as_str(), cb.object.as_str(), cb.context.as_str()), ("client backend", "relation", "normal"));
+        assert_eq!(
+            (
+                cb.backend_type.as_str(),
+                cb.object.as_str(),
+                cb.context.as_str()
+            ),
+            ("client backend", "relation", "normal")
+        );
         assert_eq!(cb.runs, 2);
         assert_eq!(cb.means[0], Some(200.0)); // reads
         assert_eq!(cb.means[1], Some(10.0)); // read_time
         assert_eq!(cb.means[2], None); // writes: never counted
-        // the checkpointer's row is in one run of two: its mean halves
+                                       // the checkpointer's row is in one run of two: its mean halves
         let cp = &rows[0];
         assert_eq!(cp.backend_type, "checkpointer");
         assert_eq!(cp.means[2], Some(20.0));
