@@ -102,7 +102,7 @@ pub(crate) fn facts_json(
 /// `need`, the filesystem is asked to settle first (xfs frees a removed
 /// file's blocks lazily: right after a large probe the space is there, but
 /// not yet counted) and read again, for up to a second.
-pub(crate) fn free_space_for(target: &Target, need: u64) -> Result<env::space::FsSpace, Error> {
+fn free_space_for(target: &Target, need: u64) -> Result<env::space::FsSpace, Error> {
     let read = || {
         env::space::fs_space(&target.folder).map_err(|e| {
             Error::new(
@@ -125,6 +125,29 @@ pub(crate) fn free_space_for(target: &Target, need: u64) -> Result<env::space::F
         space = read()?;
     }
     Ok(space)
+}
+
+/// 53100 unless the target's filesystem has `need` bytes free (after
+/// letting it settle); `parts` says what they are made of.
+pub(crate) fn ensure_room(
+    target: &Target,
+    what: &str,
+    need: u64,
+    parts: &str,
+) -> Result<(), Error> {
+    let space = free_space_for(target, need)?;
+    if space.avail_bytes >= need {
+        return Ok(());
+    }
+    Err(Error::new(
+        SqlState::DiskFull,
+        format!("not enough free space for {what} on {}", target.name),
+    )
+    .with_detail(format!(
+        "{} bytes free at {}, {need} needed: {parts}.",
+        space.avail_bytes,
+        target.folder.display()
+    )))
 }
 
 /// The advisory lock space of "a storlab probe is using this device".
@@ -221,17 +244,12 @@ pub fn measure(
         0
     };
     let need = spec.file_size + min_free_bytes() + wal_reserve;
-    let space = free_space_for(target, need)?;
-    if space.avail_bytes < need {
-        return Err(Error::new(
-            SqlState::DiskFull,
-            format!("not enough free space for a probe on {}", target.name),
-        )
-        .with_detail(format!(
-            "{} bytes free at {}, {} needed: file_size {} + storlab.min_free_bytes {}{}.",
-            space.avail_bytes,
-            target.folder.display(),
-            need,
+    ensure_room(
+        target,
+        "a probe",
+        need,
+        &format!(
+            "file_size {} + storlab.min_free_bytes {}{}",
             spec.file_size,
             min_free_bytes(),
             if wal_reserve > 0 {
@@ -239,8 +257,8 @@ pub fn measure(
             } else {
                 String::new()
             }
-        )));
-    }
+        ),
+    )?;
     // Files of ours whose backend died: the postmaster cleans tablespace temp
     // folders only at restart, and pg_wal never.
     let _ = engine::remove_stale(&dir);

@@ -23,7 +23,7 @@ use pgrx::prelude::*;
 
 use super::error::{invalid, spi, Error, OrRaise, SqlState};
 use super::identity::as_owner;
-use super::probe::{facts_json, free_space_for, DeviceLock};
+use super::probe::{ensure_room, facts_json, DeviceLock};
 use super::server::{data_dir, hostname, system_identifier};
 use super::settings::min_free_bytes;
 use super::targets::Target;
@@ -260,20 +260,16 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     let rows = (args.table_bytes / 8192).max(1) * ROWS_PER_PAGE;
     // the table, its index (~ 20 bytes a row) and the reserve
     let need = args.table_bytes + rows * 24 + min_free_bytes() as i64;
-    let space = free_space_for(target, need as u64)?;
-    if space.avail_bytes < need as u64 {
-        return Err(Error::new(
-            SqlState::DiskFull,
-            format!("not enough free space for a read-path probe on {}", target.name),
-        )
-        .with_detail(format!(
-            "{} bytes free at {}, {need} needed: table_size {} and its index + storlab.min_free_bytes {}.",
-            space.avail_bytes,
-            target.folder.display(),
+    ensure_room(
+        target,
+        "a read-path probe",
+        need as u64,
+        &format!(
+            "table_size {} and its index + storlab.min_free_bytes {}",
             args.table_bytes,
             min_free_bytes()
-        )));
-    }
+        ),
+    )?;
     let facts = env::facts(&target.folder);
     let quoted_ts = ident(&target.name);
     let via = match tablespace_eic(ts_oid) {

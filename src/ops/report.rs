@@ -169,16 +169,21 @@ fn experiment_of(id: i64) -> Experiment {
     }
 }
 
+/// The runs a report pools: measured (no warm-up), with a result, and
+/// observations that agree with their cell; `$1` is the experiment.
+const POOLED_RUNS: &str = "FROM storlab.bench_runs
+      WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL";
+
 /// Measured runs with a result, per (layout, fillfactor, clients).
 fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
     let rows = Spi::connect(|c| {
         c.select(
-            "SELECT experiment_layout, fillfactor, clients, tps, histogram,
-                    coalesce(server_wal_bytes, 0)::float8, coalesce(transactions, 0),
-                    coalesce(observed->'start'->'wal'->>'tablespace', observed->'start'->'wal'->>'mount_point')
-               FROM storlab.bench_runs
-              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL
-              ORDER BY id",
+            &format!(
+                "SELECT experiment_layout, fillfactor, clients, tps, histogram,
+                        coalesce(server_wal_bytes, 0)::float8, coalesce(transactions, 0),
+                        coalesce(observed->'start'->'wal'->>'tablespace', observed->'start'->'wal'->>'mount_point')
+                   {POOLED_RUNS} ORDER BY id"
+            ),
             None,
             &[id.into()],
         )?
@@ -288,10 +293,9 @@ pub fn experiment_io(id: i64) -> Vec<storlab_core::report::io::IoRow> {
     let e = experiment_of(id);
     let runs = Spi::connect(|c| {
         c.select(
-            "SELECT experiment_layout, fillfactor, clients, server_io
-               FROM storlab.bench_runs
-              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL
-              ORDER BY id",
+            &format!(
+                "SELECT experiment_layout, fillfactor, clients, server_io {POOLED_RUNS} ORDER BY id"
+            ),
             None,
             &[id.into()],
         )?
@@ -310,16 +314,29 @@ pub fn experiment_io(id: i64) -> Vec<storlab_core::report::io::IoRow> {
     .map_err(spi("reading the experiment's runs"))
     .or_raise();
     let mut rows = storlab_core::report::io::per_cell(&runs);
-    let rank = |layout: &str| e.layouts.iter().position(|l| l.name == layout).unwrap_or(usize::MAX);
+    let rank = |layout: &str| {
+        e.layouts
+            .iter()
+            .position(|l| l.name == layout)
+            .unwrap_or(usize::MAX)
+    };
     rows.sort_by(|a, b| {
-        (rank(&a.cell.0), a.cell.1, a.cell.2, &a.backend_type, &a.object, &a.context).cmp(&(
-            rank(&b.cell.0),
-            b.cell.1,
-            b.cell.2,
-            &b.backend_type,
-            &b.object,
-            &b.context,
-        ))
+        (
+            rank(&a.cell.0),
+            a.cell.1,
+            a.cell.2,
+            &a.backend_type,
+            &a.object,
+            &a.context,
+        )
+            .cmp(&(
+                rank(&b.cell.0),
+                b.cell.1,
+                b.cell.2,
+                &b.backend_type,
+                &b.object,
+                &b.context,
+            ))
     });
     rows
 }

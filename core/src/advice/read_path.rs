@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::{Advice, ByTablespace};
+use crate::report::checks::median;
 use crate::sql_text::{ident, literal};
 use crate::stats::{welch, Sides};
 
@@ -41,13 +42,7 @@ pub struct ReadPathPoint {
 
 impl ReadPathPoint {
     pub fn median(&self) -> f64 {
-        let mut v = self.mib_s.clone();
-        v.sort_by(|a, b| a.total_cmp(b));
-        match v.len() {
-            0 => 0.0,
-            n if n % 2 == 1 => v[n / 2],
-            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-        }
+        median(&self.mib_s).unwrap_or(0.0)
     }
 }
 
