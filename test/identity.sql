@@ -127,6 +127,11 @@ SELECT (storlab.probe('lab_ram', 'randwrite', duration => '100 ms', file_size =>
 SELECT count(*) FROM storlab.fsync_cost('lab_ram', '20 ms');
 SELECT count(*) FROM storlab.profile('lab_ram', '50 ms');
 SELECT count(*) FROM storlab.compare_tablespaces('1 day', '50 ms');
+-- PostgreSQL 18: the read path (its scratch table, scans and settings)
+SELECT pg_catalog.current_setting('server_version_num')::int >= 180000 AS aio \gset
+\if :aio
+SELECT count(*) FROM storlab.probe_read_path('lab_ram', '{1,2}', 1048576, 1);
+\endif
 CREATE TABLE tap_attacker.tap_own (id int PRIMARY KEY, v text);
 SELECT pg_catalog.clock_timestamp() AS before_moves \gset
 SELECT count(*) FROM storlab.move('tap_attacker.tap_own', 'lab_ram', dry_run => true);
@@ -182,6 +187,7 @@ SELECT is((SELECT count(*) FROM storlab.relocations WHERE moved_by = 'tap_attack
               AND label IS DISTINCT FROM 'experiment ' || :experiment_id || ' (tap identity): layout ram'
               AND label IS DISTINCT FROM 'experiment ' || :experiment_id || ' (tap identity): layout default'),
           5::bigint, 'its five moves are recorded under its name');
+SELECT count(*) FROM storlab.experiment_io(:experiment_id);
 SELECT is((SELECT status || ', ' || runs FROM storlab.experiments, storlab.experiment_report(:experiment_id)
             WHERE id = :experiment_id AND layout = 'default'), 'done, 1',
           'its experiment ran, as the role (its report is for readers of storlab''s tables: pg_monitor)');
