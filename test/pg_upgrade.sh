@@ -20,8 +20,9 @@
 #      today's figures, a move made before the upgrade undone.
 # A newer major without the same storlab (not installed, another version, a
 # different install script or no library) is skipped with its reason, never
-# failed. `bash test/pg_upgrade.sh --targets` prints one line per newer
-# major, "17 ok" or "18 skip: REASON", for scripts/test.
+# failed, as is one whose pg_upgrade fails for every table whatever the
+# extension (below); each skip is a line "ok N # skip upgrade to PostgreSQL
+# M: REASON", which scripts/test shows in its summary.
 #
 # Environment: STORLAB_UPGRADE_DIR (/var/tmp/storlab-upgrade), the folder of
 # the throwaway clusters and their tablespaces, removed at exit (kept, the
@@ -80,19 +81,18 @@ target_status() {
   echo ok
 }
 
-if [[ ${1:-} == --targets ]]; then
-  for to in "${TARGETS[@]}"; do echo "$to $(target_status "$to")"; done
-  exit 0
-fi
-
 # ---- helpers -------------------------------------------------------------
 
 # shellcheck source=test/tap.sh
 source test/tap.sh
 as_owner() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 # Row text with the output settings pinned: the checksums compare values,
-# not a session's TimeZone or DateStyle.
-PINNED="-c TimeZone=UTC -c DateStyle=ISO,YMD -c IntervalStyle=postgres -c extra_float_digits=1 -c bytea_output=hex"
+# not a session's TimeZone or DateStyle. No column type of storlab's tables
+# prints differently on 15, 17 and 18 under these (float8 has printed the
+# shortest exact text since 12; jsonb, numeric, bytea, arrays, timestamptz
+# in UTC are unchanged), so a row's text is equal where its values are.
+# A statement that hangs (a job that never ends) fails instead.
+PINNED="-c TimeZone=UTC -c DateStyle=ISO,YMD -c IntervalStyle=postgres -c extra_float_digits=1 -c bytea_output=hex -c statement_timeout=300s"
 # sql BIN PORT [psql args]: a query in $DB of that cluster
 sql() {
   local bin=$1 port=$2; shift 2
@@ -189,6 +189,8 @@ todo() { # ok|fail TEXT WHY
 if [[ $WORK != /?*/?* ]]; then echo "Bail out! STORLAB_UPGRADE_DIR must be a folder of its own, not '$WORK'"; exit 1; fi
 cleanup
 trap 'cleanup exit' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 mkdir -p "$WORK"/{old,ts/a,ts/b,sock}
 # postgres must reach its folders; pg_upgrade writes into its working folder
 chmod 755 "$WORK"
@@ -202,7 +204,8 @@ for to in "${TARGETS[@]}"; do
   if [[ $s == ok ]]; then ready+=("$to"); else skipped+=("$to: ${s#skip: }"); fi
 done
 if ((${#ready[@]} == 0)); then
-  echo "1..0 # skip no newer major to upgrade $FROM to: ${skipped[*]:-none is supported}"
+  reasons=$(printf '%s; ' "${skipped[@]}")
+  echo "1..0 # skip no newer major to upgrade $FROM to: ${reasons%; }"
   exit 0
 fi
 
@@ -305,6 +308,17 @@ upgrade_to() {
     tap fail "$target: pg_upgrade --check passes"; sed 's/^/# /' "$WORK/new/check.log" | tail -30
   fi
   if ! (cd "$WORK/new" && as_owner "${up[@]}") >"$WORK/new/upgrade.log" 2>&1; then
+    # 15.20 and 17.12 keep a version of every column in its attoptions
+    # (pg_attver), which their pg_dump knows; a new major's pg_dump that
+    # does not copies it into an ALTER TABLE its server rejects, for any
+    # table at all: not storlab's to test
+    if grep -qs 'unrecognized parameter "pg_attver"' "$data"/pg_upgrade_output.d/*/log/*.log; then
+      n=$((n + 1))
+      echo "ok $n # skip upgrade to PostgreSQL $to: pg_upgrade fails for every table here, storlab's or not:" \
+        "$("$OLD_BIN/postgres" --version | awk '{ print $3 }') keeps column versions in attoptions (pg_attver)," \
+        "which $("$NEW_BIN/postgres" --version | awk '{ print $3 }')'s pg_dump copies and its server rejects (unrecognized parameter)"
+      return
+    fi
     tap fail "$target: pg_upgrade --copy"
     sed 's/^/# /' "$WORK/new/upgrade.log" | tail -30
     find "$data/pg_upgrade_output.d" -name '*.log' -exec tail -n 15 {} + 2>/dev/null | sed 's/^/# /'
@@ -327,7 +341,7 @@ upgrade_to() {
   # extension members appear in a dump only in binary-upgrade mode; leave
   # out what differs by nature: oids, relfrozenxid, sequence positions
   objects() {
-    "$NEW_BIN/pg_dump" -h "$SOCK" -p "$NEW_PORT" -U postgres --schema-only --binary-upgrade -n storlab "$1" \
+    "$NEW_BIN/pg_dump" -h "$SOCK" -p "$NEW_PORT" -U postgres --schema-only --binary-upgrade -n storlab -e storlab "$1" \
       | grep -v -e '^--' -e '^$' -e 'binary_upgrade_' -e '^\\restrict' -e '^\\unrestrict' -e 'pg_catalog.setval(' \
       | awk '/^UPDATE pg_catalog.pg_class$/ { skip = 3 } skip > 0 { skip--; next } { print }'
   }
@@ -376,7 +390,8 @@ upgrade_to() {
                       FROM storlab.bench_runs WHERE id = $out" || echo "$out")" \
     "a run with tps and progress rows" "$target: a benchmark job runs in $to's worker, its id after the old ones (${max_before[job]})"
   out=$(new -c "SET storlab.suite_file_size = '4MB'" \
-        -c "SELECT count(*) FROM storlab.compare_tablespaces('1 day', '100 ms')" 2>&1)
+        -c "SELECT count(*) FROM storlab.compare_tablespaces('1 day', '100 ms')" 2>"$WORK/new/notices")
+  [[ -n $out ]] || out=$(grep -m1 ERROR "$WORK/new/notices")
   is "$out" "$(($(new -c "SELECT count(*) FROM pg_tablespace WHERE spcname <> 'pg_global'") + 1))" \
     "$target: compare_tablespaces() answers for every tablespace and pg_wal"
   local standard
@@ -389,12 +404,12 @@ upgrade_to() {
   is "$( [[ $out =~ ^[0-9]+$ ]] && ((out > max_before[baseline])) && echo after || echo "$out")" after \
     "$target: a new baseline is stored, its id after the old ones (${max_before[baseline]})"
   out=$(new -c "SET storlab.suite_file_size = '4MB'" \
-        -c "SELECT count(*) || ' figures' FROM storlab.regressions('upgrade', NULL, 1000, '100 ms', 2)" 2>&1)
-  is "$(grep -v '^NOTICE' <<<"$out")" "14 figures" "$target: regressions() compares today's figures with a baseline taken before the upgrade"
-  if grep -q 'another server' <<<"$out"; then ok=fail; else ok=ok; fi
+        -c "SELECT count(*) || ' figures' FROM storlab.regressions('upgrade', NULL, 1000, '100 ms', 2)" 2>"$WORK/new/notices")
+  is "${out:-$(grep -m1 ERROR "$WORK/new/notices")}" "14 figures" "$target: regressions() compares today's figures with a baseline taken before the upgrade"
+  if grep -q 'another server' "$WORK/new/notices"; then ok=fail; else ok=ok; fi
   todo "$ok" "$target: and does not call the same server another one" \
     "baselines are matched on system_identifier, which pg_upgrade changes"
-  [[ $ok == fail ]] && grep '^NOTICE' <<<"$out" | sed 's/^/#   /'
+  [[ $ok == fail ]] && grep 'another server' "$WORK/new/notices" | sed 's/^/#   /'
   out=$(new -c "SELECT count(*) || ' ' || min(to_tablespace) FROM storlab.undo_batch($BATCH)" 2>&1)
   if [[ $out == "1 pg_default" ]]; then ok=ok; else ok=fail; fi
   todo "$ok" "$target: undo_batch() takes back a move made before the upgrade" \
