@@ -246,9 +246,16 @@ impl BenchOptions {
     ///
     /// The folder is created with `create_dir`, which fails if it already
     /// exists: that is what guarantees the folder holds this run's files
-    /// only. Its parent must exist. Call once, before spawning pgbench.
+    /// only. Its parents are created as needed: `base/pgsql_tmp` exists only
+    /// once something has written a temp file there (never, on a cluster
+    /// fresh from initdb or pg_upgrade). Call once, before spawning pgbench.
     pub fn prepare_run_dir(&self) -> Result<(), PgbenchError> {
         let script = self.validate()?;
+        if let Some(parent) = self.run_dir.parent() {
+            fs::create_dir_all(parent).map_err(|e| {
+                PgbenchError::io(format!("cannot create {}", parent.display()), e)
+            })?;
+        }
         fs::create_dir(&self.run_dir).map_err(|e| {
             let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
                 " (each run needs a fresh folder, so that its log files cannot mix with another run's)"
@@ -515,13 +522,19 @@ mod tests {
         // A second run with the same folder is refused, not mixed in.
         let e = o.prepare_run_dir().unwrap_err().to_string();
         assert!(e.contains("fresh folder"), "{e}");
-        // Builtins need no file; a missing parent is an I/O error, not a panic.
+        // Builtins need no file.
         let b = BenchOptions::new("select-only", "db", parent.path().join("run2"));
         b.prepare_run_dir().unwrap();
         assert_eq!(fs::read_dir(parent.path().join("run2")).unwrap().count(), 0);
-        let missing = BenchOptions::new("select-only", "db", parent.path().join("no/such"));
+        // Missing parents are made (base/pgsql_tmp of a fresh cluster);
+        // one that cannot be is an I/O error, not a panic.
+        let deep = BenchOptions::new("select-only", "db", parent.path().join("pgsql_tmp/job/run"));
+        deep.prepare_run_dir().unwrap();
+        assert!(parent.path().join("pgsql_tmp/job/run").is_dir());
+        fs::write(parent.path().join("file"), b"x").unwrap();
+        let blocked = BenchOptions::new("select-only", "db", parent.path().join("file/run"));
         assert!(matches!(
-            missing.prepare_run_dir(),
+            blocked.prepare_run_dir(),
             Err(PgbenchError::Io { .. })
         ));
         // Invalid options create nothing.
