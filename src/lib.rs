@@ -47,6 +47,11 @@ extension_sql_file!(
     name = "checks",
     requires = ["experiments"]
 );
+extension_sql_file!(
+    "../sql/catalog/servers.sql",
+    name = "servers",
+    requires = ["checks"]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).

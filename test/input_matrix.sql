@@ -87,6 +87,9 @@ WITH f AS (
          string_to_array(p.proargtypes::text, ' ')::oid[]::regtype[] AS types
     FROM pg_proc p
    WHERE p.pronamespace = 'storlab'::regnamespace AND p.prokind = 'f'
+     -- a trigger function (storlab.remember_server) is no call of anyone's:
+     -- PostgreSQL runs it only as a trigger, and refuses any other call
+     AND p.prorettype <> 'trigger'::regtype
 ), arg AS (
   SELECT f.*, a.i, a.i > f.pronargs - f.pronargdefaults AS has_default
     FROM f, generate_series(1, f.pronargs) AS a(i)

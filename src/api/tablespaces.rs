@@ -2,7 +2,7 @@
 
 use pgrx::prelude::*;
 
-use crate::ops::read_path::{aio_settings, tablespace_eic};
+use crate::ops::read_path::{aio_settings, session_eic, tablespace_eic};
 use crate::ops::targets::{all_targets, Target};
 use crate::sqltypes::Name;
 use storlab_core::env;
@@ -53,7 +53,7 @@ impl Io {
         let int = |k: &str| a[k].as_i64().and_then(|v| i32::try_from(v).ok());
         let text = |k: &str| a[k].as_str().map(str::to_owned);
         Io {
-            eic: int("effective_io_concurrency"),
+            eic: session_eic(),
             method: text("io_method"),
             workers: int("io_workers"),
             combine_limit: text("io_combine_limit"),

@@ -8,7 +8,7 @@ use super::error::{spi, OrRaise};
 use super::pgbench::pgbench_schema;
 use super::read_path::{aio_settings, server_version_num};
 use super::report::experiment_report;
-use super::server::system_identifier;
+use super::server::this_server;
 use super::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
 use storlab_core::advice::read_path::{AioSettings, ReadPathPoint};
 use storlab_core::advice::{self, Advice, ByTablespace, Cell, Context, Experiment, Figures, Probe};
@@ -97,11 +97,11 @@ fn add_read_path(
                           PARTITION BY tablespace, workload, io_method, effective_io_concurrency
                           ORDER BY started_at DESC, id DESC) AS n
                    FROM storlab.probes p
-                  WHERE suite = 'read_path' AND ops > 0 AND system_identifier = $1) newest
+                  WHERE suite = 'read_path' AND ops > 0 AND system_identifier = ANY($1)) newest
           WHERE n <= $2
           GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
         None,
-        &[system_identifier().into(), REPEATS_READ.into()],
+        &[this_server().into(), REPEATS_READ.into()],
     )?;
     for r in rows {
         let f = out

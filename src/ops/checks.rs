@@ -10,7 +10,7 @@ use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
-use super::server::{hostname, system_identifier};
+use super::server::{hostname, system_identifier, this_server};
 use super::suite::{item_args, measure_item, suite_file_once, SuiteRun, ITEM_PROBES};
 use super::targets::{all_targets, check_may_write_all, resolve, Target};
 use crate::sqltypes::Name;
@@ -33,13 +33,13 @@ fn run(duration: Duration, label: &'static str) -> SuiteRun<'static> {
 /// than CHECK_REUSE_SECS, at most `n`.
 fn young_probes(target: &Target, item: &SuiteItem, n: usize) -> Vec<i64> {
     let mut args = item_args(&target.name, item);
-    args.push(system_identifier().into());
+    args.push(this_server().into());
     args.push((CHECK_REUSE_SECS as f64).into());
     args.push((n as i64).into());
     probe_ids(
         &format!(
             "SELECT id FROM storlab.probes
-              WHERE {ITEM_PROBES} AND system_identifier = $6
+              WHERE {ITEM_PROBES} AND system_identifier = ANY($6)
                 AND started_at > pg_catalog.now() - pg_catalog.make_interval(secs => $7)
               ORDER BY started_at DESC LIMIT $8"
         ),
@@ -318,7 +318,7 @@ pub fn regressions(
         .map_err(spi("reading the baseline"))
         .or_raise()
     });
-    if taken_on != Some(system_identifier()) {
+    if !taken_on.is_some_and(|id| this_server().contains(&id)) {
         // a restored dump: legitimate (a new volume against known-good
         // figures from elsewhere), but the reader should know
         notice!(

@@ -41,7 +41,9 @@ const FILLER: i32 = 1000;
 /// The bitmap heap scan's share of rows: r is spread over 0..1,000,000.
 const BITMAP_BELOW: i64 = 20_000;
 
-/// The server's asynchronous I/O settings, as stored with every probe.
+/// The server's asynchronous I/O settings, as stored with every read-path
+/// probe (the effective_io_concurrency a scan ran at is its own column: the
+/// session's setting is neither the server's nor the scan's).
 pub fn aio_settings() -> serde_json::Value {
     let get = |name: &str| -> Option<String> {
         Spi::get_one_with_args::<String>(
@@ -56,8 +58,15 @@ pub fn aio_settings() -> serde_json::Value {
         "io_method": get("io_method"),
         "io_workers": get("io_workers").and_then(|v| v.parse::<i64>().ok()),
         "io_combine_limit": get("io_combine_limit"),
-        "effective_io_concurrency": get("effective_io_concurrency").and_then(|v| v.parse::<i64>().ok()),
     })
+}
+
+/// The effective_io_concurrency in effect for this session (the server's,
+/// unless the session or its role or database set another).
+pub fn session_eic() -> Option<i32> {
+    Spi::get_one::<i32>("SELECT pg_catalog.current_setting('effective_io_concurrency')::int4")
+        .ok()
+        .flatten()
 }
 
 pub fn server_version_num() -> i32 {

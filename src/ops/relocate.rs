@@ -21,7 +21,7 @@ use super::error::{invalid, raise, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{as_owner, caller};
 use super::jobs::pgbench_relations_free;
 use super::record;
-use super::server::{data_dir, hostname, system_identifier};
+use super::server::{data_dir, hostname, system_identifier, this_server};
 use super::settings::min_free_bytes;
 use super::targets::resolve;
 use crate::sqltypes::{Name, RegClass};
@@ -899,11 +899,11 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
     let wanted = history(
         "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text
            FROM storlab.relocations r
-          WHERE r.system_identifier = $2
-            AND r.batch_id IN (SELECT b.batch_id FROM storlab.relocations b WHERE b.system_identifier = $2
+          WHERE r.system_identifier = ANY($2)
+            AND r.batch_id IN (SELECT b.batch_id FROM storlab.relocations b WHERE b.system_identifier = ANY($2)
                                 GROUP BY b.batch_id HAVING min(b.moved_at) >= $1)
           ORDER BY r.moved_at, r.id",
-        vec![at.into(), system_identifier().into()],
+        vec![at.into(), this_server().into()],
     );
     let label = format!("restore_layout since {at}");
     restore(wanted, timeout, &label, false, None)
@@ -918,9 +918,9 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
     let wanted = history(
         "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text
            FROM storlab.relocations r
-          WHERE r.batch_id = $1 AND r.system_identifier = $2
+          WHERE r.batch_id = $1 AND r.system_identifier = ANY($2)
           ORDER BY r.moved_at, r.id",
-        vec![batch.into(), system_identifier().into()],
+        vec![batch.into(), this_server().into()],
     );
     if wanted.is_empty() {
         Error::new(
@@ -939,9 +939,9 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
     let later: Vec<String> = history_rows(
         "SELECT r.relation, pg_catalog.format('%s (batch %s)', r.relation_name, r.batch_id), r.kind, r.to_tablespace::text
            FROM storlab.relocations r
-          WHERE r.batch_id > $1 AND r.system_identifier = $2 AND r.batch_id OPERATOR(pg_catalog.<>) ALL ($3)
+          WHERE r.batch_id > $1 AND r.system_identifier = ANY($2) AND r.batch_id OPERATOR(pg_catalog.<>) ALL ($3)
           ORDER BY r.moved_at, r.id",
-        vec![batch.into(), system_identifier().into(), cancelled.into()],
+        vec![batch.into(), this_server().into(), cancelled.into()],
     )
     .into_iter()
     .filter(|w| mine.contains(&w.0))
@@ -973,9 +973,9 @@ fn cancelled_batches(batch: i64) -> std::collections::HashSet<i64> {
         Spi::connect(|c| {
             c.select(
                 "SELECT DISTINCT r.batch_id, r.undoes_batch FROM storlab.relocations r
-                  WHERE r.undoes_batch > $1 AND r.system_identifier = $2",
+                  WHERE r.undoes_batch > $1 AND r.system_identifier = ANY($2)",
                 None,
-                &[batch.into(), system_identifier().into()],
+                &[batch.into(), this_server().into()],
             )?
             .map(|r| {
                 Ok((
@@ -1033,10 +1033,10 @@ fn rebuilt_as() -> std::collections::HashMap<pg_sys::Oid, pg_sys::Oid> {
         Spi::connect(|c| {
             c.select(
                 "SELECT r.previous_relation, r.relation FROM storlab.relocations r
-                  WHERE r.previous_relation IS NOT NULL AND r.system_identifier = $1
+                  WHERE r.previous_relation IS NOT NULL AND r.system_identifier = ANY($1)
                   ORDER BY r.id",
                 None,
-                &[system_identifier().into()],
+                &[this_server().into()],
             )?
             .map(|r| {
                 Ok((

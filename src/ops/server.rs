@@ -21,6 +21,24 @@ pub fn system_identifier() -> i64 {
     unsafe { pg_sys::GetSystemIdentifier() as i64 }
 }
 
+/// The system identifiers whose rows are this server's: its own, and those
+/// storlab.server_identities lists (identifiers it had before a pg_upgrade;
+/// see sql/catalog/servers.sql). Read as the extension's owner.
+pub fn this_server() -> Vec<i64> {
+    let own = system_identifier();
+    let mut ids = vec![own];
+    let listed = super::identity::as_owner(|| {
+        Spi::get_one::<Vec<i64>>(
+            "SELECT pg_catalog.array_agg(system_identifier) FROM storlab.server_identities",
+        )
+    })
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    ids.extend(listed.into_iter().filter(|id| *id != own));
+    ids
+}
+
 pub fn data_dir() -> PathBuf {
     // SAFETY: DataDir is set by the postmaster before any backend runs SQL.
     PathBuf::from(

@@ -10,7 +10,7 @@ use pgrx::prelude::*;
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
 use super::probe::{measure, scratch_dir};
-use super::server::system_identifier;
+use super::server::this_server;
 use super::settings::suite_file_cap;
 use super::targets::{all_targets, Target};
 use crate::sqltypes::Name;
@@ -325,7 +325,7 @@ type Newest = (Option<f64>, Option<f64>, f64, f64, TimestampWithTimeZone);
 
 fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest> {
     let mut args = item_args(&target.name, item);
-    args.push(system_identifier().into());
+    args.push(this_server().into());
     args.push(max_age.into());
     as_owner(|| {
         Spi::connect(|c| {
@@ -334,7 +334,7 @@ fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest
                     "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at
                        FROM storlab.probes
                       WHERE {ITEM_PROBES}
-                        AND system_identifier = $6 AND started_at > pg_catalog.now() - $7
+                        AND system_identifier = ANY($6) AND started_at > pg_catalog.now() - $7
                       ORDER BY iodepth = $5 DESC, started_at DESC LIMIT 1"
                 ),
                 None,

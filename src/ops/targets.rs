@@ -122,7 +122,7 @@ impl Target {
                 format!("permission denied for tablespace {}", self.name),
             )
             .with_detail(
-                "A probe writes its scratch file into the tablespace, which needs CREATE on it, as CREATE TABLE ... TABLESPACE does.",
+                "A probe writes into the tablespace (a scratch file, or the read-path probe's scratch table), which needs CREATE on it, as CREATE TABLE ... TABLESPACE does.",
             )
             .with_hint(format!("GRANT CREATE ON TABLESPACE {} TO the role.", self.name)),
             _ => Error::new(
