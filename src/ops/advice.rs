@@ -92,14 +92,14 @@ fn add_read_path(
 ) -> Result<(), pgrx::spi::Error> {
     let rows = c.select(
         "SELECT tablespace::text, workload, io_method, effective_io_concurrency,
-                pg_catalog.array_agg(mib_s ORDER BY id), pg_catalog.array_agg(id ORDER BY id)
+                pg_catalog.array_agg(mib_s ORDER BY id), pg_catalog.array_agg(id ORDER BY id), file_size
            FROM (SELECT p.*, pg_catalog.row_number() OVER (
-                          PARTITION BY tablespace, workload, io_method, effective_io_concurrency
+                          PARTITION BY tablespace, workload, io_method, effective_io_concurrency, file_size
                           ORDER BY started_at DESC, id DESC) AS n
                    FROM storlab.probes p
                   WHERE suite = 'read_path' AND ops > 0 AND system_identifier = ANY($1)) newest
           WHERE n <= $2
-          GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
+          GROUP BY 1, 2, 3, 4, 7 ORDER BY 1, 2, 3, 4, 7",
         None,
         &[this_server().into(), REPEATS_READ.into()],
     )?;
@@ -111,6 +111,7 @@ fn add_read_path(
             scan: r.get(2)?.unwrap_or_default(),
             io_method: r.get(3)?.unwrap_or_default(),
             eic: r.get(4)?.unwrap_or(0),
+            table_bytes: r.get(7)?.unwrap_or(0),
             mib_s: r.get::<Vec<f64>>(5)?.unwrap_or_default(),
             ids: r.get::<Vec<i64>>(6)?.unwrap_or_default(),
         });

@@ -265,6 +265,36 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     };
     target.check_may_write()?;
     target.check_folder()?;
+    // the blocks a scan reads come from the statistics counters
+    if Spi::get_one::<bool>("SELECT pg_catalog.current_setting('track_counts')::bool")
+        .ok()
+        .flatten()
+        != Some(true)
+    {
+        return Err(Error::new(
+            SqlState::ObjectNotInPrerequisiteState,
+            "the read-path probe counts the blocks each scan reads, and track_counts is off",
+        )
+        .with_hint("SET track_counts = on (a superuser's setting) for the probe."));
+    }
+    let own_eic = tablespace_eic(ts_oid);
+    if let Some(original) = own_eic {
+        // only its owner may set another value on it, as ALTER TABLESPACE
+        let owner = Spi::get_one_with_args::<bool>(
+            "SELECT pg_catalog.pg_has_role(spcowner, 'USAGE') FROM pg_catalog.pg_tablespace WHERE oid = $1",
+            &[ts_oid.into()],
+        )
+        .map_err(spi("checking the tablespace's owner"))?
+        .unwrap_or(false);
+        if !owner {
+            return Err(Error::new(
+                SqlState::InsufficientPrivilege,
+                format!("{} sets its own effective_io_concurrency ({original}), which only its owner may change for the probe", target.name),
+            )
+            .with_detail("A session's setting cannot override a tablespace's own: the probe sets each value on the tablespace inside its transaction, as ALTER TABLESPACE, which needs ownership.")
+            .with_hint(format!("Run it as the owner of {}, or ALTER TABLESPACE {} RESET (effective_io_concurrency) first.", target.name, ident(&target.name))));
+        }
+    }
     let _device = DeviceLock::acquire(target)?;
     let rows = (args.table_bytes / 8192).max(1) * ROWS_PER_PAGE;
     // the table, its index (~ 20 bytes a row) and the reserve
@@ -281,7 +311,7 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     )?;
     let facts = env::facts(&target.folder);
     let quoted_ts = ident(&target.name);
-    let via = match tablespace_eic(ts_oid) {
+    let via = match own_eic {
         Some(original) => {
             notice!(
                 "storlab: {} sets its own effective_io_concurrency ({original}), which a session cannot override: each value is set on the tablespace inside this transaction only, and {original} set back before it ends",
@@ -367,6 +397,13 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
             .unwrap_or(0);
         let secs = t0.elapsed().as_secs_f64().max(f64::MIN_POSITIVE);
         let read = blocks_read(&oids) - before;
+        // a cold scan reads; a figure of nothing would be stored and compared
+        if read <= 0 {
+            return Err(Error::new(
+                SqlState::Internal,
+                format!("the {scan} of the scratch table read no block from outside shared buffers: it was not cold"),
+            ));
+        }
         let mut row_env = env.clone();
         row_env["scan"] = serde_json::json!({
             "rows": rows, "rows_found": found, "repetition": repetition,

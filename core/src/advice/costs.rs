@@ -491,6 +491,7 @@ mod tests {
             scan: "bitmapscan".into(),
             io_method: "worker".into(),
             eic,
+            table_bytes: 64 << 20,
             mib_s: mib.to_vec(),
             ids: vec![100 + eic as i64],
         };

@@ -29,13 +29,19 @@ pub const ALPHA: f64 = 0.05;
 /// A difference smaller than this share of the best is not worth a setting.
 pub const WORTH: f64 = 0.10;
 
-/// The repetitions of one (scan, io_method, effective_io_concurrency) on one
-/// tablespace: MiB/s of each, with the probes' ids.
+/// A value is decided on at least this many scans of it: one scan on this
+/// kind of machine can be three times another.
+pub const MIN_SCANS: usize = 2;
+
+/// The repetitions of one (scan, io_method, effective_io_concurrency, table
+/// size) on one tablespace: MiB/s of each, with the probes' ids.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadPathPoint {
     pub scan: String,
     pub io_method: String,
     pub eic: i32,
+    /// the scratch table's size: scans of different sizes are not pooled
+    pub table_bytes: i64,
     pub mib_s: Vec<f64>,
     pub ids: Vec<i64>,
 }
@@ -64,14 +70,27 @@ pub struct EicChoice {
     /// (eic, median MiB/s), by eic
     pub curve: Vec<(i32, f64)>,
     pub ids: Vec<i64>,
+    /// the fewest scans of any value, and the table's size
+    pub scans: usize,
+    pub table_bytes: i64,
 }
 
-/// The points of one scan under one method, by eic.
+/// The points of one scan under one method with MIN_SCANS scans at least,
+/// by eic, of one table size: the newest one measured (scans of a 1 MB
+/// table and of a 256 MB one are different measurements).
 fn curve<'a>(points: &'a [ReadPathPoint], scan: &str, method: &str) -> Vec<&'a ReadPathPoint> {
-    let mut c: Vec<&ReadPathPoint> = points
-        .iter()
-        .filter(|p| p.scan == scan && p.io_method == method && !p.mib_s.is_empty())
-        .collect();
+    let of_method = || {
+        points
+            .iter()
+            .filter(move |p| p.scan == scan && p.io_method == method && p.mib_s.len() >= MIN_SCANS)
+    };
+    let Some(size) = of_method()
+        .max_by_key(|p| p.ids.iter().max().copied().unwrap_or(0))
+        .map(|p| p.table_bytes)
+    else {
+        return Vec::new();
+    };
+    let mut c: Vec<&ReadPathPoint> = of_method().filter(|p| p.table_bytes == size).collect();
     c.sort_by_key(|p| p.eic);
     c
 }
@@ -83,10 +102,11 @@ fn slower(a: &[f64], b: &[f64]) -> Option<bool> {
 }
 
 /// effective_io_concurrency from one method's bitmap heap scans: None
-/// without two values measured.
+/// without two values measured (MIN_SCANS scans each, one table size).
+/// 0 (no prefetching) is measured for comparison, never proposed.
 pub fn choose_eic(points: &[ReadPathPoint], method: &str) -> Option<EicChoice> {
     let c = curve(points, "bitmapscan", method);
-    if c.len() < 2 {
+    if c.iter().filter(|p| p.eic > 0).count() < 2 {
         return None;
     }
     let best = c
@@ -95,6 +115,7 @@ pub fn choose_eic(points: &[ReadPathPoint], method: &str) -> Option<EicChoice> {
         .expect("two points");
     let chosen = c
         .iter()
+        .filter(|p| p.eic > 0)
         .find(|p| {
             p.median() >= (1.0 - WORTH) * best.median()
                 || slower(&p.mib_s, &best.mib_s) == Some(false)
@@ -107,6 +128,8 @@ pub fn choose_eic(points: &[ReadPathPoint], method: &str) -> Option<EicChoice> {
         best_mib_s: best.median(),
         curve: c.iter().map(|p| (p.eic, p.median())).collect(),
         ids: c.iter().flat_map(|p| p.ids.iter().copied()).collect(),
+        scans: c.iter().map(|p| p.mib_s.len()).min().unwrap_or(0),
+        table_bytes: best.table_bytes,
     })
 }
 
@@ -121,9 +144,11 @@ pub fn eic_said(choice: &EicChoice, method: &str, raw: Option<i32>) -> String {
         .map(|(e, m)| format!("{m:.0} MiB/s at {e}"))
         .collect();
     let mut s = format!(
-        "effective_io_concurrency = {} from PostgreSQL's own read path: cold bitmap heap scans under io_method = {method} read {}",
+        "effective_io_concurrency = {} from PostgreSQL's own read path: cold bitmap heap scans of a {} MB table under io_method = {method} read {} (medians of {} scans or more each)",
         choice.eic,
-        points.join(", ")
+        choice.table_bytes >> 20,
+        points.join(", "),
+        choice.scans
     );
     if choice.eic != choice.best_eic {
         s.push_str(&format!(
@@ -148,13 +173,15 @@ pub fn eic_said(choice: &EicChoice, method: &str, raw: Option<i32>) -> String {
 pub fn advise_io_method(figures: &ByTablespace, aio: &AioSettings) -> Advice {
     let current = aio.io_method.as_str();
     // per tablespace and method: the repetitions at the method's best value
-    let mut best: BTreeMap<&str, BTreeMap<&str, &ReadPathPoint>> = BTreeMap::new();
+    // per tablespace and table size (methods are compared on the same
+    // table), the repetitions of each method's best value
+    let mut best: BTreeMap<(&str, i64), BTreeMap<&str, &ReadPathPoint>> = BTreeMap::new();
     for (ts, f) in figures {
         for p in &f.read_path {
-            if p.scan != "bitmapscan" || p.mib_s.is_empty() {
+            if p.scan != "bitmapscan" || p.mib_s.len() < MIN_SCANS {
                 continue;
             }
-            let slot = best.entry(ts.as_str()).or_default();
+            let slot = best.entry((ts.as_str(), p.table_bytes)).or_default();
             let e = slot.entry(p.io_method.as_str()).or_insert(p);
             if p.median() > e.median() {
                 *e = p;
@@ -179,7 +206,7 @@ pub fn advise_io_method(figures: &ByTablespace, aio: &AioSettings) -> Advice {
     let mut losses: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut compared = Vec::new();
     let mut methods_seen: Vec<&str> = Vec::new();
-    for (ts, by_method) in &best {
+    for ((ts, _), by_method) in &best {
         for m in by_method.keys() {
             if !methods_seen.contains(m) {
                 methods_seen.push(m);
@@ -210,9 +237,19 @@ pub fn advise_io_method(figures: &ByTablespace, aio: &AioSettings) -> Advice {
             }
         }
     }
+    // what each method's best value read, with the probes, compared or not
+    let measured: Vec<serde_json::Value> = best
+        .iter()
+        .flat_map(|((ts, size), by_method)| {
+            by_method.iter().map(move |(m, p)| {
+                json!({ "tablespace": ts, "table_bytes": size, "io_method": m, "eic": p.eic,
+                        "mib_s": p.median(), "scans": p.mib_s.len(), "probes": p.ids })
+            })
+        })
+        .collect();
     let evidence = json!({
         "io_method": current, "io_workers": aio.io_workers, "io_combine_limit": aio.io_combine_limit,
-        "compared": compared,
+        "measured": measured, "compared": compared,
     });
     let winner = gains
         .iter()
@@ -230,7 +267,7 @@ pub fn advise_io_method(figures: &ByTablespace, aio: &AioSettings) -> Advice {
             "io_method",
             None,
             format!(
-                "io_method = {current} leaves read throughput on the table: at its best effective_io_concurrency, io_method = {m} read faster in cold bitmap heap scans on {}; io_method takes effect at a restart, so this is proposed, never applied",
+                "io_method = {current} leaves read throughput on the table: at its best effective_io_concurrency, io_method = {m} read faster in cold bitmap heap scans on {}; io_method takes effect at a restart, so this is proposed, never applied (ALTER SYSTEM runs outside a transaction block; then restart)",
                 said.join(", ")
             ),
             Some(format!("ALTER SYSTEM SET io_method = {}", literal(m))),
@@ -294,6 +331,7 @@ mod tests {
             scan: scan.into(),
             io_method: m.into(),
             eic,
+            table_bytes: 64 << 20,
             mib_s: mib.to_vec(),
             ids: vec![eic as i64],
         }
@@ -330,6 +368,43 @@ mod tests {
     }
 
     #[test]
+    fn one_scan_another_table_size_and_zero_decide_nothing() {
+        let mut pts = vec![
+            pt("bitmapscan", "worker", 1, &[140.0, 138.0, 139.0]),
+            pt("bitmapscan", "worker", 16, &[1500.0, 1520.0, 1510.0]),
+            pt("bitmapscan", "worker", 64, &[1870.0, 1880.0, 1860.0]),
+        ];
+        // a single scan at 0, newer, of a 1 MB table: not a measurement to decide on
+        let mut zero = pt("bitmapscan", "worker", 0, &[1704.0]);
+        zero.table_bytes = 1 << 20;
+        zero.ids = vec![99];
+        pts.push(zero);
+        assert_eq!(choose_eic(&pts, "worker").unwrap().eic, 64);
+        // repeated at 0, on the same table size: measured, still never proposed
+        pts.push(pt("bitmapscan", "worker", 0, &[1860.0, 1870.0, 1865.0]));
+        assert_eq!(choose_eic(&pts, "worker").unwrap().eic, 64);
+        // the newest table size decides which scans are pooled
+        let mut small: Vec<ReadPathPoint> = [(1, 10.0), (16, 11.0)]
+            .iter()
+            .map(|(e, m)| {
+                let mut p = pt("bitmapscan", "worker", *e, &[*m, *m]);
+                p.table_bytes = 8 << 20;
+                p.ids = vec![200 + *e as i64];
+                p
+            })
+            .collect();
+        pts.append(&mut small);
+        let c = choose_eic(&pts, "worker").unwrap();
+        assert_eq!((c.eic, c.table_bytes), (1, 8 << 20));
+        // single scans only: nothing to decide
+        let once = [
+            pt("bitmapscan", "worker", 1, &[10.0]),
+            pt("bitmapscan", "worker", 16, &[50.0]),
+        ];
+        assert!(choose_eic(&once, "worker").is_none());
+    }
+
+    #[test]
     fn the_raw_curve_is_named_where_it_differs() {
         let c = EicChoice {
             eic: 16,
@@ -338,6 +413,8 @@ mod tests {
             best_mib_s: 100.0,
             curve: vec![(1, 20.0), (16, 95.0), (64, 100.0)],
             ids: vec![],
+            scans: 3,
+            table_bytes: 64 << 20,
         };
         let s = eic_said(&c, "worker", Some(32));
         assert!(s.contains("raw queue-depth curve says 32"), "{s}");

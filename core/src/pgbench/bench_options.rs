@@ -252,9 +252,8 @@ impl BenchOptions {
     pub fn prepare_run_dir(&self) -> Result<(), PgbenchError> {
         let script = self.validate()?;
         if let Some(parent) = self.run_dir.parent() {
-            fs::create_dir_all(parent).map_err(|e| {
-                PgbenchError::io(format!("cannot create {}", parent.display()), e)
-            })?;
+            fs::create_dir_all(parent)
+                .map_err(|e| PgbenchError::io(format!("cannot create {}", parent.display()), e))?;
         }
         fs::create_dir(&self.run_dir).map_err(|e| {
             let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
