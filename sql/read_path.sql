@@ -47,8 +47,8 @@ SELECT spcoptions FROM pg_tablespace WHERE spcname = 'lab_ram';
 ALTER TABLESPACE lab_ram RESET (effective_io_concurrency);
 
 -- recommend() on 18 has an io_method row. io_method takes a restart, so
--- one server measures one method at a time; with probes under one method
--- only, it says what to measure next.
+-- one server measures one method at a time, and a value is decided on two
+-- scans or more: with each value scanned once, it asks for repetitions.
 SELECT topic, target, advice, statement FROM storlab.recommend() WHERE topic = 'io_method';
 
 -- Bad input: a clear error and its SQLSTATE, and nothing stored.

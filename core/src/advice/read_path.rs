@@ -189,17 +189,33 @@ pub fn advise_io_method(figures: &ByTablespace, aio: &AioSettings) -> Advice {
         }
     }
     if best.is_empty() {
-        let ts = figures
-            .keys()
-            .find(|t| *t != "pg_wal")
-            .map_or("pg_default", |t| t.as_str());
+        let evidence = json!({ "io_method": current, "io_workers": aio.io_workers, "io_combine_limit": aio.io_combine_limit });
+        // scanned, but no value twice: say so, and ask for repetitions
+        let probed: Vec<&str> = figures
+            .iter()
+            .filter(|(_, f)| f.read_path.iter().any(|p| p.scan == "bitmapscan" && !p.mib_s.is_empty()))
+            .map(|(ts, _)| ts.as_str())
+            .collect();
+        if let Some(ts) = probed.first() {
+            return Advice::new(
+                "io_method",
+                None,
+                format!(
+                    "cannot tell yet: PostgreSQL's read path was scanned fewer than {MIN_SCANS} times at each value ({}); one scan on this kind of storage can be three times another, so measure with repetitions",
+                    probed.join(", ")
+                ),
+                Some(format!("SELECT * FROM storlab.probe_read_path({}, repetitions => 3)", literal(ts))),
+                None,
+                evidence,
+            );
+        }
         return Advice::new(
             "io_method",
             None,
             format!("nothing measured yet: PostgreSQL's own read path under io_method = {current}; measure first"),
-            Some(format!("SELECT * FROM storlab.probe_read_path({})", literal(ts))),
+            Some("SELECT * FROM storlab.probe_read_path('pg_default')".to_string()),
             None,
-            json!({ "io_method": current, "io_workers": aio.io_workers, "io_combine_limit": aio.io_combine_limit }),
+            evidence,
         );
     }
     let mut gains: BTreeMap<&str, Vec<(String, f64, f64)>> = BTreeMap::new();
