@@ -174,6 +174,16 @@ fn experiment_of(id: i64) -> Experiment {
 const POOLED_RUNS: &str = "FROM storlab.bench_runs
       WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL";
 
+/// The (layout, fillfactor, clients) of a run, from the first three
+/// columns of a query on POOLED_RUNS.
+fn cell_of(r: &pgrx::spi::SpiHeapTupleData<'_>) -> Result<(String, i32, i32), pgrx::spi::Error> {
+    Ok((
+        r.get::<String>(1)?.unwrap_or_default(),
+        r.get::<i32>(2)?.unwrap_or(0),
+        r.get::<i32>(3)?.unwrap_or(0),
+    ))
+}
+
 /// Measured runs with a result, per (layout, fillfactor, clients).
 fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
     let rows = Spi::connect(|c| {
@@ -189,11 +199,7 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
         )?
         .map(|r| {
             Ok((
-                (
-                    r.get::<String>(1)?.unwrap_or_default(),
-                    r.get::<i32>(2)?.unwrap_or(0),
-                    r.get::<i32>(3)?.unwrap_or(0),
-                ),
+                cell_of(&r)?,
                 r.get::<f64>(4)?.unwrap_or(0.0),
                 r.get::<Vec<u8>>(5)?,
                 r.get::<f64>(6)?.unwrap_or(0.0),
@@ -299,16 +305,7 @@ pub fn experiment_io(id: i64) -> Vec<storlab_core::report::io::IoRow> {
             None,
             &[id.into()],
         )?
-        .map(|r| {
-            Ok((
-                (
-                    r.get::<String>(1)?.unwrap_or_default(),
-                    r.get::<i32>(2)?.unwrap_or(0),
-                    r.get::<i32>(3)?.unwrap_or(0),
-                ),
-                r.get::<JsonB>(4)?.map(|j| j.0),
-            ))
-        })
+        .map(|r| Ok((cell_of(&r)?, r.get::<JsonB>(4)?.map(|j| j.0))))
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
     .map_err(spi("reading the experiment's runs"))
