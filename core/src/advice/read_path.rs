@@ -193,7 +193,11 @@ pub fn advise_io_method(figures: &ByTablespace, aio: &AioSettings) -> Advice {
         // scanned, but no value twice: say so, and ask for repetitions
         let probed: Vec<&str> = figures
             .iter()
-            .filter(|(_, f)| f.read_path.iter().any(|p| p.scan == "bitmapscan" && !p.mib_s.is_empty()))
+            .filter(|(_, f)| {
+                f.read_path
+                    .iter()
+                    .any(|p| p.scan == "bitmapscan" && !p.mib_s.is_empty())
+            })
             .map(|(ts, _)| ts.as_str())
             .collect();
         if let Some(ts) = probed.first() {
