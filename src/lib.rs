@@ -52,6 +52,11 @@ extension_sql_file!(
     name = "servers",
     requires = ["checks"]
 );
+extension_sql_file!(
+    "../sql/catalog/prune.sql",
+    name = "prune",
+    requires = ["servers"]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).

@@ -28,6 +28,8 @@ pub enum SqlState {
     ObjectInUse,
     /// 55000: the object is not ready for this (pgbench's tables half made)
     ObjectNotInPrerequisiteState,
+    /// 25001: work that commits as it goes, called inside a transaction block
+    ActiveSqlTransaction,
     /// 53100
     DiskFull,
     /// 53400
@@ -57,6 +59,7 @@ impl SqlState {
             SqlState::LockNotAvailable => "55P03",
             SqlState::ObjectInUse => "55006",
             SqlState::ObjectNotInPrerequisiteState => "55000",
+            SqlState::ActiveSqlTransaction => "25001",
             SqlState::DiskFull => "53100",
             SqlState::ConfigurationLimitExceeded => "53400",
             SqlState::QueryCanceled => "57014",

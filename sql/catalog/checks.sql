@@ -14,7 +14,9 @@ COMMENT ON TABLE storlab.baselines IS 'Labelled standard suites taken by storlab
 
 CREATE TABLE storlab.baseline_probes (
     baseline_id bigint  NOT NULL REFERENCES storlab.baselines (id) ON DELETE CASCADE,
-    probe_id    bigint  NOT NULL REFERENCES storlab.probes (id) ON DELETE CASCADE,
+    -- no cascade: a probe a baseline compares with cannot be deleted under
+    -- it (storlab.prune keeps such probes; a DELETE by hand fails)
+    probe_id    bigint  NOT NULL REFERENCES storlab.probes (id),
     repetition  integer NOT NULL CHECK (repetition > 0),
     PRIMARY KEY (baseline_id, probe_id)
 );

@@ -161,6 +161,10 @@ REVOKE ALL ON FUNCTION storlab.recommend() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.recommend() TO pg_monitor;
 GRANT SELECT ON storlab.experiments, storlab.experiment_records, storlab.experiment_sizes TO pg_monitor;
 
+-- Pruning deletes stored results: CALL storlab.prune() (sql/catalog/prune.sql)
+-- checks its caller through prune_cutoff, which deletes nothing itself.
+REVOKE ALL ON FUNCTION storlab.prune_cutoff(interval, boolean) FROM PUBLIC;
+
 -- Merged percentiles of stored histograms: read-only reports, as the caller.
 REVOKE ALL ON FUNCTION storlab.probe_latency(bigint[], double precision[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.run_latency(bigint[], double precision[]) FROM PUBLIC;

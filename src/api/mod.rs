@@ -9,6 +9,7 @@ pub mod checks;
 pub mod experiment;
 pub mod latency;
 pub mod probe;
+pub mod prune;
 pub mod read_path;
 pub mod relocate;
 pub mod samples;

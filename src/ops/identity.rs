@@ -54,7 +54,7 @@ pub fn pinned<R>(f: impl FnOnce() -> R) -> R {
 
 /// The role that owns the extension (a superuser: the control file says
 /// `superuser = true`).
-fn extension_owner() -> pg_sys::Oid {
+pub fn extension_owner() -> pg_sys::Oid {
     Spi::get_one::<pg_sys::Oid>(
         "SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'storlab'",
     )

@@ -13,6 +13,7 @@ pub mod identity;
 pub mod jobs;
 pub mod pgbench;
 pub mod probe;
+pub mod prune;
 pub mod read_path;
 pub mod record;
 pub mod relocate;

@@ -895,6 +895,8 @@ pub fn apply_pgbench_placement(
 /// is skipped with a NOTICE. What the caller may not move (another role's
 /// relation) stays where it is, with a NOTICE.
 pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<RelocationRow> {
+    // a history with a hole (pruned before `at`) is refused, never half restored
+    super::prune::refuse_restore_before_horizon(at);
     // the first move of the restored batches tells where each relation was at `at`
     let wanted = history(
         "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text
@@ -923,6 +925,8 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
         vec![batch.into(), this_server().into()],
     );
     if wanted.is_empty() {
+        // deleted by storlab.prune: 22023 naming its horizon
+        super::prune::refuse_pruned_batch(batch);
         Error::new(
             SqlState::UndefinedObject,
             format!("relocation batch {batch} does not exist on this server"),

@@ -8,5 +8,6 @@ pub mod checks;
 pub mod experiment;
 pub mod job;
 pub mod probe;
+pub mod prune;
 pub mod read_path;
 pub mod relocate;

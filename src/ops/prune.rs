@@ -1,0 +1,119 @@
+//! `storlab.prune()`: its checks before anything is deleted (the age, who
+//! may prune, whether it may commit as it goes), and the horizon a prune
+//! leaves in the relocation history, which undo_batch and restore_layout
+//! respect. The deleting itself is the procedure's, in SQL
+//! (sql/catalog/prune.sql), batch by batch.
+
+use pgrx::datum::{Interval, TimestampWithTimeZone};
+use pgrx::prelude::*;
+
+use super::error::{spi, Error, OrRaise, Raise, SqlState};
+use super::identity::{
+    as_owner, current_user, extension_owner, has_privs_of, is_superuser, role_name,
+};
+use storlab_core::request::prune::check_age;
+
+/// The cutoff of a prune, `now() - older_than`, once the age is positive
+/// (22023), the caller may delete stored results (42501) and, unless it
+/// is a dry run, the call may commit between batches (25001): never inside
+/// a transaction block, which would hold every batch's locks and dead rows
+/// to its end.
+pub fn cutoff(older_than: Option<Interval>, dry_run: bool) -> TimestampWithTimeZone {
+    let shown = older_than
+        .as_ref()
+        .map(|i| i.to_string())
+        .unwrap_or_else(|| "NULL".into());
+    check_age(older_than.as_ref().map(crate::api::interval_micros), &shown).or_raise();
+    let me = current_user();
+    let owner = extension_owner();
+    if !is_superuser(me) && !has_privs_of(owner) {
+        Error::new(
+            SqlState::InsufficientPrivilege,
+            "permission denied to prune storlab's results",
+        )
+        .with_detail(format!(
+            "Only a superuser or storlab's owner ({}, who owns its tables) may delete stored results; role {} is neither. Nothing was deleted.",
+            role_name(owner),
+            role_name(me)
+        ))
+        .raise();
+    }
+    // SAFETY: a plain read of the transaction state.
+    if !dry_run && unsafe { pg_sys::IsTransactionBlock() } {
+        Error::new(
+            SqlState::ActiveSqlTransaction,
+            "storlab.prune cannot run inside a transaction block",
+        )
+        .with_detail("It commits after each batch of deletes, so that no lock and no dead row is held for the whole prune. Nothing was deleted.")
+        .with_hint("CALL it on its own, outside BEGIN ... COMMIT; a dry run (dry_run => true) works anywhere.")
+        .raise();
+    }
+    Spi::get_one_with_args::<TimestampWithTimeZone>(
+        "SELECT pg_catalog.now() OPERATOR(pg_catalog.-) $1",
+        &[older_than.expect("checked above").into()],
+    )
+    .map_err(spi("computing the cutoff"))
+    .or_raise()
+    .expect("a timestamp minus an interval")
+}
+
+/// The newest prune that deleted relocations and whose horizon a question
+/// about the history crosses (`condition` on `p`, with `$1`): its cutoff and
+/// when it ran, as text.
+fn crossing_prune(
+    condition: &str,
+    arg: pgrx::datum::DatumWithOid<'static>,
+) -> Option<(String, String)> {
+    let query = format!(
+        "SELECT p.cutoff::pg_catalog.text, p.started_at::pg_catalog.text FROM storlab.prunes p
+          WHERE p.relocations OPERATOR(pg_catalog.>) 0 AND {condition}
+          ORDER BY p.cutoff DESC LIMIT 1"
+    );
+    as_owner(|| {
+        Spi::connect(|c| {
+            let rows = c.select(&query, None, &[arg])?;
+            for r in rows {
+                return Ok(Some((
+                    r.get::<String>(1)?.expect("cutoff"),
+                    r.get::<String>(2)?.expect("started_at"),
+                )));
+            }
+            Ok(None)
+        })
+        .map_err(spi("reading storlab.prunes"))
+        .or_raise()
+    })
+}
+
+/// 22023 when `at` is before the horizon of a prune that deleted
+/// relocations: the history since `at` has a hole, and restoring from it
+/// would move some relations back and silently leave others.
+pub fn refuse_restore_before_horizon(at: TimestampWithTimeZone) {
+    if let Some((cutoff, when)) = crossing_prune("$1 OPERATOR(pg_catalog.<) p.cutoff", at.into()) {
+        Error::new(
+            SqlState::InvalidParameterValue,
+            format!("cannot restore the layout of before {cutoff}: storlab.prune deleted the relocation history before it"),
+        )
+        .with_detail(format!("The prune of {when} kept only the moves at or after its horizon, {cutoff}. Nothing was moved."))
+        .with_hint("Restore to a time at or after the horizon (storlab.prunes lists every prune).")
+        .raise();
+    }
+}
+
+/// 22023 for a batch that is not in the history any more: a prune deleted
+/// batches up to it (`relocation_batches_upto`), and every batch it deleted
+/// ended before its cutoff.
+pub fn refuse_pruned_batch(batch: i64) {
+    if let Some((cutoff, when)) = crossing_prune(
+        "$1 OPERATOR(pg_catalog.<=) p.relocation_batches_upto",
+        batch.into(),
+    ) {
+        Error::new(
+            SqlState::InvalidParameterValue,
+            format!("cannot undo relocation batch {batch}: it is not in the history any more, which storlab.prune cut at {cutoff}"),
+        )
+        .with_detail(format!("The prune of {when} deleted the batches whose moves were all before {cutoff}. Nothing was moved."))
+        .with_hint("storlab.layout() shows where each relation is now; move it by hand with storlab.move().")
+        .raise();
+    }
+}
