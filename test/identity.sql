@@ -25,7 +25,7 @@ RESET client_min_messages;
 -- the file runs again in the same database
 DELETE FROM storlab.baselines WHERE label = 'tap identity';
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(33);
+SELECT plan(34);
 \ir lib/probe_helpers.sql
 SELECT clock_timestamp() AS t_start \gset
 
@@ -162,6 +162,8 @@ SELECT count(*) FROM storlab.recommend();
 SELECT count(*) FROM storlab.check('lab_ram', 'randread', 'iops', '>', 0, '50 ms', 1);
 SELECT storlab.baseline('tap identity', '{lab_ram}', '50 ms', 2) IS NOT NULL AS taken;
 SELECT count(*) FROM storlab.regressions('tap identity', duration => '50 ms', repetitions => 2);
+-- deleting stored results is the owner's: refused before anything runs
+SELECT pg_temp.sqlstate_of($$CALL storlab.prune('1 microsecond')$$) AS prune_state \gset
 RESET search_path;
 RESET ROLE;
 
@@ -169,6 +171,7 @@ SELECT is((SELECT count(*) FROM tap_evil.calls WHERE cur <> 'tap_attacker'), 0::
           'no shadow function or operator ever ran as another role');
 SELECT is((SELECT string_agg(DISTINCT fn, ', ') FROM tap_evil.calls), NULL,
           'storlab''s SQL never reached the hostile schema at all');
+SELECT is(:'prune_state'::text, '42501', 'a role granted EXECUTE on storlab.prune() may not prune (42501): it owns none of the results');
 SELECT is((SELECT relowner::regrole::text FROM pg_class WHERE oid = 'tap_attacker.pgbench_accounts'::regclass),
           'tap_attacker', 'bench_init ran pgbench -i as the caller: it owns pgbench''s tables');
 SELECT is((SELECT relowner::regrole::text FROM pg_class WHERE oid = 'tap_attacker.storlab_bench_append'::regclass),

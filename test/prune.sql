@@ -9,7 +9,8 @@
 --
 -- The prune commits, so this file commits. Its rows are dated 2001 and it
 -- prunes with a cutoff in 2002: the lab's other results are far younger.
--- It first removes what an interrupted earlier run may have left.
+-- It first removes what an interrupted earlier run may have left, and
+-- at its end its rows and its prunes' log (the horizon it left).
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pgtap;
@@ -18,6 +19,7 @@ DELETE FROM storlab.baselines WHERE label = 'tap prune';
 DELETE FROM storlab.probes WHERE started_at < '2002-01-01';
 DELETE FROM storlab.job_records WHERE id BETWEEN 960000 AND 960999;
 DELETE FROM storlab.relocations WHERE batch_id BETWEEN 960000 AND 960999;
+DELETE FROM storlab.prunes WHERE cutoff < '2002-01-02';
 DROP SCHEMA IF EXISTS tap_prune_evil CASCADE;
 DROP TABLE IF EXISTS public.tap_prune_t;
 DO $$ BEGIN
@@ -296,6 +298,8 @@ DELETE FROM storlab.baselines WHERE label = 'tap prune';
 DELETE FROM storlab.probes WHERE started_at < '2002-01-01';
 DELETE FROM storlab.job_records WHERE id BETWEEN 960000 AND 960999;
 DELETE FROM storlab.relocations WHERE batch_id BETWEEN 960000 AND 960999;
+-- this file's prunes, and with them the horizon they left in the lab
+DELETE FROM storlab.prunes WHERE cutoff < '2002-01-02';
 DROP TABLE public.tap_prune_t;
 DROP SCHEMA tap_prune_evil CASCADE;
 DROP OWNED BY tap_prune_granted, tap_prune_nobody;
