@@ -2,6 +2,8 @@
 # Stored results are the user's data (TAP output, run by scripts/test with prove):
 #   1. pg_dump / pg_restore of a database keeps every stored probe, move, job,
 #      run and progress row, and the sequences go on after the restored ids;
+#      a pruned database restores cleanly, with its prunes' log and the
+#      horizon undo_batch respects;
 #   2. a server on each earlier release (0.1.0 .. 0.7.0) with stored results
 #      runs ALTER EXTENSION storlab UPDATE: the rows are intact, and the
 #      extension's objects are exactly a fresh install's, as
@@ -39,6 +41,7 @@ SELECT string_agg(t || '=' || v, ' ' ORDER BY t) FROM (
   UNION ALL SELECT 'experiment_sizes', count(*) || ':' || md5(coalesce(string_agg(z::text, '|' ORDER BY experiment_id, fillfactor, layout, relation_name), '')) FROM storlab.experiment_sizes z
   UNION ALL SELECT 'baselines', count(*) || ':' || md5(coalesce(string_agg(b::text, '|' ORDER BY id), '')) FROM storlab.baselines b
   UNION ALL SELECT 'baseline_probes', count(*) || ':' || md5(coalesce(string_agg(l::text, '|' ORDER BY baseline_id, probe_id), '')) FROM storlab.baseline_probes l
+  UNION ALL SELECT 'prunes', count(*) || ':' || md5(coalesce(string_agg(p::text, '|' ORDER BY id), '')) FROM storlab.prunes p
 ) x
 SQL
 }
@@ -146,18 +149,29 @@ if ! "$PG_BIN/psql" -X -q -At -d postgres -c "SELECT 1" >/dev/null 2>&1; then
   echo "Bail out! cannot reach the lab's server (PGHOST=${PGHOST:-unset}, PGPORT=${PGPORT:-unset})"
   exit 1
 fi
-echo "1..$((4 + 8 * ${#OLDS[@]}))"
+echo "1..$((6 + 8 * ${#OLDS[@]}))"
 
 # 1. pg_dump and pg_restore
 fresh_db storlab_dump_src
 sql storlab_dump_src -c "CREATE EXTENSION storlab" >/dev/null
 store_results storlab_dump_src >/dev/null
+# a probe and the first move made a year ago, then pruned
+first_batch=$(sql storlab_dump_src -c "SELECT min(batch_id) FROM storlab.relocations")
+sql storlab_dump_src -c "UPDATE storlab.probes SET started_at = started_at - interval '400 days' WHERE id = (SELECT min(id) FROM storlab.probes)" \
+  -c "UPDATE storlab.relocations SET moved_at = moved_at - interval '400 days' WHERE batch_id = $first_batch" \
+  -c "CALL storlab.prune('365 days')" >/dev/null
+is "$(sql storlab_dump_src -c "SELECT probes = 1 AND relocations > 0 AND relocation_batches_upto = $first_batch AND finished_at IS NOT NULL FROM storlab.prunes")" t \
+  "storlab.prune deleted the year-old probe and move"
 before=$(fingerprint storlab_dump_src)
 is "$(sql storlab_dump_src -c "$all_kinds")" t "the source database holds probes, moves, a job, a run and its progress rows, an experiment, a baseline"
 "$PG_BIN/pg_dump" -Fc -f "$WORK/src.dump" storlab_dump_src
 fresh_db storlab_dump_dst
 "$PG_BIN/pg_restore" -d storlab_dump_dst "$WORK/src.dump"
 is "$(fingerprint storlab_dump_dst)" "$before" "pg_restore brings back every stored row, unchanged"
+undo_state=$(sql storlab_dump_dst \
+  -c "CREATE FUNCTION pg_temp.state(q text) RETURNS text LANGUAGE plpgsql AS \$\$ BEGIN EXECUTE q; RETURN 'no error'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE; END \$\$" \
+  -c "SELECT pg_temp.state('SELECT * FROM storlab.undo_batch($first_batch)')")
+is "$undo_state" 22023 "the prunes' log came back with its horizon: undo_batch of the pruned batch is refused (22023)"
 old_max=$(sql storlab_dump_dst -c "SELECT max(id) FROM storlab.probes")
 new_id=$(sql storlab_dump_dst -c "SET client_min_messages = warning" \
   -c "SELECT (storlab.probe('lab_ram', 'randwrite', duration => '100 ms', file_size => 1048576, direct => false)).id")
@@ -200,13 +214,13 @@ update_from() {
   fi
   config="SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'"
   is "$(sql storlab_upgrade -c "$config")" "$(sql storlab_fresh -c "$config")" "and the same tables and sequences are registered for pg_dump"
-  is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 14 \
-    "fourteen of them: nine tables, five sequences"
+  is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 16 \
+    "sixteen of them: ten tables, six sequences"
   sql postgres -c "DROP DATABASE storlab_upgrade" -c "DROP DATABASE storlab_fresh"
 }
 
 if ! for old in "${OLDS[@]}"; do cp "sql/versions/storlab--$old.sql" "$EXT_DIR/" || exit 1; done 2>/dev/null; then
-  for ((i = 4; i <= 4 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
+  for ((i = 6; i <= 6 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
   exit 0
 fi
 for old in "${OLDS[@]}"; do update_from "$old"; done
