@@ -8,8 +8,10 @@ CREATE EXTENSION IF NOT EXISTS storlab;
 -- Everything until the ROLLBACK below is this test's own: the figures it
 -- stores, and the probes earlier tests stored set aside (lab_disk's
 -- queued ones among them, so that lab_disk stands for a tablespace
--- profiled before queued probes existed).
+-- profiled before queued probes existed; a baseline's probes cannot be
+-- deleted under it, so its links go first).
 BEGIN;
+DELETE FROM storlab.baseline_probes;
 DELETE FROM storlab.probes;
 
 -- Probes with known figures, newer than any other (rows as the standard

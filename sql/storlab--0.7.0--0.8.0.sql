@@ -288,7 +288,7 @@ BEGIN
   IF NOT prune_batch.dry_run THEN
     -- two prunes at once take turns, a batch each: neither deletes what
     -- the other counted, and they never wait for each other's row locks
-    PERFORM pg_advisory_xact_lock(hashtext('storlab.prune'));
+    PERFORM pg_advisory_xact_lock(hashtextextended('storlab: prune', 0));
     IF NOT EXISTS (SELECT FROM storlab.prunes p
                     WHERE p.id = prune_batch.prune_id AND p.cutoff = prune_batch.cutoff AND p.finished_at IS NULL) THEN
       RAISE EXCEPTION 'storlab.prune_batch deletes only for a storlab.prune() under way, and prune % is none', prune_batch.prune_id

@@ -213,7 +213,7 @@ BEGIN
   FOR f IN SELECT * FROM (VALUES
       ('now', '', 'timestamptz', 'pg_catalog.now()'),
       ('clock_timestamp', '', 'timestamptz', 'pg_catalog.clock_timestamp()'),
-      ('hashtext', 'a text', 'integer', 'pg_catalog.hashtext(a)'),
+      ('hashtextextended', 'a text, b bigint', 'bigint', 'pg_catalog.hashtextextended(a, b)'),
       ('pg_advisory_xact_lock', 'a bigint', 'void', 'pg_catalog.pg_advisory_xact_lock(a)'),
       ('cardinality', 'a anyarray', 'integer', 'pg_catalog.cardinality(a)')
     ) AS v(name, args, ret, real)
