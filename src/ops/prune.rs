@@ -71,14 +71,15 @@ fn crossing_prune(
     );
     as_owner(|| {
         Spi::connect(|c| {
-            let rows = c.select(&query, None, &[arg])?;
-            for r in rows {
-                return Ok(Some((
-                    r.get::<String>(1)?.expect("cutoff"),
-                    r.get::<String>(2)?.expect("started_at"),
-                )));
-            }
-            Ok(None)
+            c.select(&query, None, &[arg])?
+                .next()
+                .map(|r| {
+                    Ok((
+                        r.get::<String>(1)?.expect("cutoff"),
+                        r.get::<String>(2)?.expect("started_at"),
+                    ))
+                })
+                .transpose()
         })
         .map_err(spi("reading storlab.prunes"))
         .or_raise()
