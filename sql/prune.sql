@@ -161,6 +161,12 @@ CALL storlab.prune('1 day');
 RESET ROLE;
 SELECT * FROM demo;
 
+-- The demo's rows go, and its prunes' log (and horizon) with them.
+DELETE FROM storlab.baselines WHERE label = 'prune demo';
+DELETE FROM storlab.probes WHERE label = 'prune demo';
+DELETE FROM storlab.job_records WHERE id BETWEEN 9401 AND 9405;
+DELETE FROM storlab.relocations WHERE relation = 'prune_demo.t'::regclass;
+DELETE FROM storlab.prunes;
 DROP SCHEMA prune_demo CASCADE;
 DROP OWNED BY prune_demo_dba;
 DROP ROLE prune_demo_dba;
