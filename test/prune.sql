@@ -5,7 +5,8 @@
 -- way; two prunes at once neither deadlock nor count a row twice; a
 -- caller's search_path decides nothing; baselines, regressions() and the
 -- report of a kept experiment are untouched; the relocation history
--- refuses to be undone across the horizon.
+-- refuses to be undone across the horizon; a running job stays whatever
+-- the cutoff.
 --
 -- The prune commits, so this file commits. Its rows are dated 2001 and it
 -- prunes with a cutoff in 2002: the lab's other results are far younger.
@@ -29,8 +30,9 @@ DO $$ BEGIN
   END IF;
 END $$;
 DROP ROLE IF EXISTS tap_prune_nobody;
+DROP DATABASE IF EXISTS storlab_prune_jobs WITH (FORCE);
 RESET client_min_messages;
-SELECT plan(35);
+SELECT plan(39);
 \ir lib/probe_helpers.sql
 
 -- The age that puts the cutoff at the start of 2002.
@@ -291,6 +293,43 @@ SELECT is(pg_temp.sqlstate_of($$SELECT * FROM storlab.restore_layout('2001-01-01
           'restore_layout to a time before the horizon: 22023');
 SELECT is(pg_temp.sqlstate_of('SELECT * FROM storlab.undo_batch(960999)'), '42704',
           'a batch after every pruned one that never existed is still 42704');
+
+-- 9. A running job is never deleted, whatever the age: in a database of
+-- its own, a real benchmark runs while everything older than a
+-- microsecond is pruned; its finished bench_init goes, it stays, and once
+-- it has finished, the next prune takes it with its run and progress rows.
+CREATE DATABASE storlab_prune_jobs;
+SELECT dblink_connect('jobs', format('host=%s port=%s dbname=storlab_prune_jobs user=%s',
+                                     split_part(current_setting('unix_socket_directories'), ',', 1),
+                                     current_setting('port'), current_user));
+SELECT dblink_exec('jobs', 'SET client_min_messages = warning');
+SELECT dblink_exec('jobs', 'CREATE EXTENSION storlab');
+SELECT id AS init_job FROM dblink('jobs', 'SELECT storlab.bench_init(scale => 1)') AS t(id bigint) \gset
+SELECT dblink_exec('jobs', format('CALL storlab.wait(%s)', :init_job));
+SELECT id AS run_job FROM dblink('jobs', $$SELECT storlab.bench_start('select-only', 1, 1, '6 s')$$) AS t(id bigint) \gset
+CREATE FUNCTION pg_temp.remote_status(job bigint) RETURNS text LANGUAGE sql AS $$
+  SELECT s FROM dblink('jobs', format('SELECT status FROM storlab.jobs WHERE id = %s', job)) AS t(s text)
+$$;
+SELECT set_config('prune_tap.run_job', :'run_job', false) IS NOT NULL AS noted \gset
+DO $$ BEGIN
+  FOR i IN 1 .. 100 LOOP
+    EXIT WHEN pg_temp.remote_status(current_setting('prune_tap.run_job')::bigint) = 'running';
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SELECT count(*) AS pruned FROM dblink('jobs', $$CALL storlab.prune('1 microsecond')$$)
+  AS t(p bigint, j bigint, r bigint, g bigint, e bigint, z bigint, l bigint) \gset
+SELECT is(pg_temp.remote_status(:run_job), 'running', 'a running job stays, however young the cutoff');
+SELECT is(pg_temp.remote_status(:init_job), NULL, 'while the finished bench_init went');
+SELECT dblink_exec('jobs', format('CALL storlab.wait(%s)', :run_job));
+SELECT n AS run_progress FROM dblink('jobs', format('SELECT count(*) FROM storlab.bench_progress p JOIN storlab.bench_runs r
+                                                        ON r.id = p.run_id WHERE r.job_id = %s', :run_job)) AS t(n bigint) \gset
+SELECT cmp_ok(:run_progress::bigint, '>', 0::bigint, 'the benchmark finished, with its run''s progress rows');
+SELECT is((SELECT ARRAY[j, r, g] FROM dblink('jobs', $$CALL storlab.prune('1 microsecond')$$)
+             AS t(p bigint, j bigint, r bigint, g bigint, e bigint, z bigint, l bigint)),
+          ARRAY[1, 1, :run_progress]::bigint[], 'and the next prune took it, with its run and progress rows');
+SELECT dblink_disconnect('jobs');
+DROP DATABASE storlab_prune_jobs;
 
 SELECT * FROM finish();
 
