@@ -32,7 +32,7 @@ END $$;
 DROP ROLE IF EXISTS tap_prune_nobody;
 DROP DATABASE IF EXISTS storlab_prune_jobs WITH (FORCE);
 RESET client_min_messages;
-SELECT plan(39);
+SELECT plan(40);
 \ir lib/probe_helpers.sql
 
 -- The age that puts the cutoff at the start of 2002.
@@ -110,14 +110,16 @@ SELECT 960101, t, 500 FROM generate_series(1, 100) t
 UNION ALL
 SELECT r, t, 400 FROM generate_series(960201, 960204) r, generate_series(1, 10) t;
 
--- Relocations: a batch of 2001, and a batch that began in 2001 and ended
--- after the cutoff (kept whole).
+-- Relocations: a batch of 2001, and two batches that began in 2001 and
+-- ended after the cutoff (kept whole), one numbered before it.
 CREATE TABLE public.tap_prune_t (id int);
 INSERT INTO storlab.relocations (batch_id, relation, relation_name, kind, from_tablespace, to_tablespace, bytes,
                                  statement, moved_by, moved_at, system_identifier, hostname)
 SELECT b, 'public.tap_prune_t'::regclass, 'public.tap_prune_t', 'table', f, t, 0, 'ALTER TABLE ...', current_user, at,
        (SELECT system_identifier FROM pg_control_system()), 'tap'
-  FROM (VALUES (960001, 'pg_default', 'lab_disk', timestamptz '2001-08-01'),
+  FROM (VALUES (960000, 'pg_default', 'lab_disk', timestamptz '2001-07-01'),
+               (960000, 'lab_disk', 'pg_default', now()),
+               (960001, 'pg_default', 'lab_disk', timestamptz '2001-08-01'),
                (960001, 'lab_disk', 'pg_default', timestamptz '2001-08-01 00:01'),
                (960002, 'pg_default', 'lab_disk', timestamptz '2001-09-01'),
                (960002, 'lab_disk', 'pg_default', now())) AS v(b, f, t, at);
@@ -282,8 +284,8 @@ SELECT is((SELECT count(*) FROM storlab.bench_runs WHERE experiment_id IN (96000
 SELECT is((SELECT md5(string_agg(r::text, '|' ORDER BY r::text)) FROM storlab.experiment_report(960003) r), :'kept_report',
           'the kept experiment''s report is unchanged');
 SELECT cmp_ok(:kept_report_rows::int, '>', 0, 'and it has rows');
-SELECT is((SELECT array_agg(DISTINCT batch_id) FROM storlab.relocations WHERE batch_id BETWEEN 960000 AND 960999),
-          '{960002}'::bigint[], 'the relocation batch that ended after the cutoff stays whole');
+SELECT is((SELECT array_agg(batch_id ORDER BY batch_id) FROM storlab.relocations WHERE batch_id BETWEEN 960000 AND 960999),
+          '{960000,960000,960002,960002}'::bigint[], 'the relocation batches that ended after the cutoff stay whole');
 
 -- 8. The horizon: no undo across it.
 SELECT throws_like('SELECT * FROM storlab.undo_batch(960001)', 'cannot undo relocation batch 960001: it is not in the history any more, which storlab.prune cut at %',
@@ -291,6 +293,8 @@ SELECT throws_like('SELECT * FROM storlab.undo_batch(960001)', 'cannot undo relo
 SELECT is(pg_temp.sqlstate_of('SELECT * FROM storlab.undo_batch(960001)'), '22023', 'with 22023');
 SELECT is(pg_temp.sqlstate_of($$SELECT * FROM storlab.restore_layout('2001-01-01')$$), '22023',
           'restore_layout to a time before the horizon: 22023');
+SELECT throws_like('SELECT * FROM storlab.undo_batch(960000)', 'cannot undo relocation batch 960000: storlab.prune deleted later batches%',
+                   'undo_batch of a kept batch numbered before a pruned one is refused too (the later batch may have moved its relations again)');
 SELECT is(pg_temp.sqlstate_of('SELECT * FROM storlab.undo_batch(960999)'), '42704',
           'a batch after every pruned one that never existed is still 42704');
 

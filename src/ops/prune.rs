@@ -101,20 +101,31 @@ pub fn refuse_restore_before_horizon(at: TimestampWithTimeZone) {
     }
 }
 
-/// 22023 for a batch that is not in the history any more: a prune deleted
-/// batches up to it (`relocation_batches_upto`), and every batch it deleted
-/// ended before its cutoff.
-pub fn refuse_pruned_batch(batch: i64) {
+/// 22023 for undo_batch of a batch at or before the newest one a prune
+/// deleted (`relocation_batches_upto`): either the batch itself is gone, or
+/// a later batch that may have moved its relations again is, and the check
+/// that refuses such an undo (55000) could no longer see it. `exists`: the
+/// batch is still in the history (a batch that was under way across the
+/// cutoff, while a later, shorter one ended before it).
+pub fn refuse_undo_across_horizon(batch: i64, exists: bool) {
     if let Some((cutoff, when)) = crossing_prune(
         "$1 OPERATOR(pg_catalog.<=) p.relocation_batches_upto",
         batch.into(),
     ) {
-        Error::new(
-            SqlState::InvalidParameterValue,
-            format!("cannot undo relocation batch {batch}: it is not in the history any more, which storlab.prune cut at {cutoff}"),
-        )
-        .with_detail(format!("The prune of {when} deleted the batches whose moves were all before {cutoff}. Nothing was moved."))
-        .with_hint("storlab.layout() shows where each relation is now; move it by hand with storlab.move().")
-        .raise();
+        let (message, detail) = if exists {
+            (
+                format!("cannot undo relocation batch {batch}: storlab.prune deleted later batches, which the history cut at {cutoff} no longer shows"),
+                format!("The prune of {when} deleted batches numbered after this one; they may have moved its relations again. Nothing was moved."),
+            )
+        } else {
+            (
+                format!("cannot undo relocation batch {batch}: it is not in the history any more, which storlab.prune cut at {cutoff}"),
+                format!("The prune of {when} deleted the batches whose moves were all before {cutoff}. Nothing was moved."),
+            )
+        };
+        Error::new(SqlState::InvalidParameterValue, message)
+            .with_detail(detail)
+            .with_hint("storlab.layout() shows where each relation is now; move it by hand with storlab.move().")
+            .raise();
     }
 }

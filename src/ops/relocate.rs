@@ -924,9 +924,10 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
           ORDER BY r.moved_at, r.id",
         vec![batch.into(), this_server().into()],
     );
+    // deleted by storlab.prune, or a later batch that may have moved its
+    // relations again is: 22023 naming the horizon
+    super::prune::refuse_undo_across_horizon(batch, !wanted.is_empty());
     if wanted.is_empty() {
-        // deleted by storlab.prune: 22023 naming its horizon
-        super::prune::refuse_pruned_batch(batch);
         Error::new(
             SqlState::UndefinedObject,
             format!("relocation batch {batch} does not exist on this server"),
