@@ -11,19 +11,13 @@ use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{
     as_owner, current_user, extension_owner, has_privs_of, is_superuser, role_name,
 };
-use storlab_core::request::prune::check_age;
 
-/// The cutoff of a prune, `now() - older_than`, once the age is positive
-/// (22023), the caller may delete stored results (42501) and, unless it
-/// is a dry run, the call may commit between batches (25001): never inside
-/// a transaction block, which would hold every batch's locks and dead rows
-/// to its end.
-pub fn cutoff(older_than: Option<Interval>, dry_run: bool) -> TimestampWithTimeZone {
-    let shown = older_than
-        .as_ref()
-        .map(|i| i.to_string())
-        .unwrap_or_else(|| "NULL".into());
-    check_age(older_than.as_ref().map(crate::api::interval_micros), &shown).or_raise();
+/// The cutoff of a prune, `now() - older_than` (an age the caller checked
+/// positive: `request::prune::check_age`), once the caller may delete
+/// stored results (42501) and, unless it is a dry run, the call may commit
+/// between batches (25001): never inside a transaction block, which would
+/// hold every batch's locks and dead rows to its end.
+pub fn cutoff(older_than: Interval, dry_run: bool) -> TimestampWithTimeZone {
     let me = current_user();
     let owner = extension_owner();
     if !is_superuser(me) && !has_privs_of(owner) {
@@ -50,7 +44,7 @@ pub fn cutoff(older_than: Option<Interval>, dry_run: bool) -> TimestampWithTimeZ
     }
     Spi::get_one_with_args::<TimestampWithTimeZone>(
         "SELECT pg_catalog.now() OPERATOR(pg_catalog.-) $1",
-        &[older_than.expect("checked above").into()],
+        &[older_than.into()],
     )
     .map_err(spi("computing the cutoff"))
     .or_raise()
