@@ -183,7 +183,75 @@ CREATE TRIGGER remember_server AFTER INSERT ON storlab.baselines
 CREATE TRIGGER remember_server AFTER INSERT ON storlab.bench_runs
   FOR EACH STATEMENT EXECUTE FUNCTION storlab.remember_server();
 
--- 0.8.0: retention (storlab.prune)
+-- ---- Readers that do not grow with history ----
+-- Years of results (a million probes, a hundred thousand runs) must not
+-- slow the functions that read the newest of them. Each reader takes the
+-- newest rows of each group through an index whose predicate is its filter
+-- (core/src/newest.rs), a baseline's probes from the baseline's own rows;
+-- storlab.jobs checks only the unfinished jobs against pg_stat_activity,
+-- and storlab.experiments reads job_records by id (both: same columns, same
+-- rows). CREATE INDEX reads each table once: at a million probes, seconds.
+CREATE INDEX probes_newest_suite ON storlab.probes (tablespace, workload, workers, started_at DESC)
+  WHERE suite = 'standard' AND ops > 0 AND iodepth = 1;
+CREATE INDEX probes_newest_depth ON storlab.probes (tablespace, workload, iodepth, started_at DESC)
+  WHERE suite = 'standard' AND ops > 0 AND workers = 1 AND block_size = 8192
+    AND engine = CASE WHEN iodepth = 1 THEN 'psync' ELSE 'io_uring' END;
+CREATE INDEX probes_newest_direct ON storlab.probes (tablespace, workload, started_at DESC)
+  WHERE ops > 0 AND workers = 1 AND iodepth = 1 AND direct
+    AND ((workload = 'randread' AND block_size = 8192)
+         OR (workload IN ('seqread', 'seqwrite') AND block_size = 131072));
+CREATE INDEX probes_read_path ON storlab.probes (tablespace, workload, started_at DESC)
+  WHERE suite = 'read_path';
+CREATE INDEX relocations_batch_id ON storlab.relocations (batch_id);
+CREATE INDEX job_records_unfinished ON storlab.job_records (id)
+  WHERE status IN ('queued', 'running', 'cancelling');
+CREATE OR REPLACE VIEW storlab.jobs AS
+SELECT j.id, j.kind, j.status, j.args, j.database, j.role, j.worker_pid, j.created_at, j.started_at,
+       j.finished_at, j.error, j.detail
+  FROM storlab.job_records j
+ WHERE j.status IN ('done', 'failed', 'cancelled')
+UNION ALL
+SELECT j.id, j.kind,
+       CASE WHEN j.dead THEN 'failed' ELSE j.status END,
+       j.args, j.database, j.role, j.worker_pid, j.created_at, j.started_at, j.finished_at,
+       CASE WHEN j.dead
+            THEN 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
+            ELSE j.error END,
+       j.detail
+  FROM (SELECT r.*,
+               (r.status IN ('running', 'cancelling')
+                AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
+                                 WHERE a.pid = r.worker_pid AND a.backend_type = 'storlab job'
+                                   AND a.backend_start <= r.started_at))
+               OR (r.status = 'queued' AND r.created_at < pg_catalog.statement_timestamp() - interval '2 minutes') AS dead
+          FROM storlab.job_records r
+         WHERE r.status IN ('queued', 'running', 'cancelling')) j;
+CREATE OR REPLACE VIEW storlab.experiments AS
+SELECT e.id, e.name, CASE WHEN d.dead THEN 'failed' ELSE r.status END AS status, r.args,
+       e.current_step, e.steps_total,
+       CASE WHEN d.dead
+            -- where the relations were last observed placed: a past fact,
+            -- since the worker that would observe them now is gone
+            THEN format('failed at step %s of %s (%s): its worker exited before finishing it; pgbench''s relations were last placed %s (storlab.layout() shows where they are now)',
+                        e.current_step + 1, e.steps_total, coalesce(e.current_action, 'starting'),
+                        coalesce('as layout ' || e.layout_applied, 'by pgbench -i or a move'))
+            ELSE e.current_action END AS current_action,
+       r.started_at, r.finished_at,
+       CASE WHEN d.dead
+            THEN 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
+            ELSE r.error END AS error,
+       e.system_identifier, e.hostname, e.layout_applied, r.role, e.created_at,
+       CASE WHEN r.status = 'done' THEN e.wal_needed END AS wal_needed
+  FROM storlab.experiment_records e
+  JOIN storlab.job_records r ON r.id = e.id
+ CROSS JOIN LATERAL (
+   SELECT (r.status IN ('running', 'cancelling')
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
+                            WHERE a.pid = r.worker_pid AND a.backend_type = 'storlab job'
+                              AND a.backend_start <= r.started_at))
+       OR (r.status = 'queued' AND r.created_at < pg_catalog.statement_timestamp() - interval '2 minutes') AS dead) d;
+
+-- ---- 0.8.0: retention (storlab.prune) ----
 -- CALL storlab.prune(older_than, dry_run) deletes stored results older
 -- than that age, a batch per transaction (docs/prune.md). Everything below
 -- is sql/catalog/prune.sql, the baseline_probes foreign key of

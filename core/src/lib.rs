@@ -13,6 +13,7 @@
 //! - `advice`, `chart`: what storlab recommends and draws, from plain figures
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
 //! - `hdr`: HdrHistogram encoding and merging
+//! - `newest`: the newest rows of each group of a long history, through an index
 //! - `sql_text`: identifiers and literals quoted as PostgreSQL quotes them
 //! - `record`: storlab's own rows as structs, written by column name
 //! - `stats`: summaries, Welch's test and the one significance rule (a leaf)
@@ -22,6 +23,7 @@ pub mod chart;
 pub mod env;
 pub mod error;
 pub mod hdr;
+pub mod newest;
 pub mod pgbench;
 pub mod probe;
 pub mod record;

@@ -70,19 +70,30 @@ SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_sizes', '');
 -- (done) before a run whose layout needs pg_wal on that tablespace's
 -- filesystem; current_action says what to do (move pg_wal while the
 -- server is stopped, then experiment_resume). NULL otherwise.
+-- (A job's worker is gone as storlab.jobs tells it; read from job_records
+-- here, so that a join on id or ORDER BY id LIMIT n reads only those rows.)
 CREATE VIEW storlab.experiments AS
-SELECT e.id, e.name, j.status, j.args, e.current_step, e.steps_total,
-       CASE WHEN j.status = 'failed' AND r.status IN ('queued', 'running', 'cancelling')
+SELECT e.id, e.name, CASE WHEN d.dead THEN 'failed' ELSE r.status END AS status, r.args,
+       e.current_step, e.steps_total,
+       CASE WHEN d.dead
             -- where the relations were last observed placed: a past fact,
             -- since the worker that would observe them now is gone
             THEN format('failed at step %s of %s (%s): its worker exited before finishing it; pgbench''s relations were last placed %s (storlab.layout() shows where they are now)',
                         e.current_step + 1, e.steps_total, coalesce(e.current_action, 'starting'),
                         coalesce('as layout ' || e.layout_applied, 'by pgbench -i or a move'))
             ELSE e.current_action END AS current_action,
-       j.started_at, j.finished_at, j.error, e.system_identifier, e.hostname,
-       e.layout_applied, j.role, e.created_at,
-       CASE WHEN j.status = 'done' THEN e.wal_needed END AS wal_needed
+       r.started_at, r.finished_at,
+       CASE WHEN d.dead
+            THEN 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
+            ELSE r.error END AS error,
+       e.system_identifier, e.hostname, e.layout_applied, r.role, e.created_at,
+       CASE WHEN r.status = 'done' THEN e.wal_needed END AS wal_needed
   FROM storlab.experiment_records e
-  JOIN storlab.jobs j ON j.id = e.id
-  JOIN storlab.job_records r ON r.id = e.id;
+  JOIN storlab.job_records r ON r.id = e.id
+ CROSS JOIN LATERAL (
+   SELECT (r.status IN ('running', 'cancelling')
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
+                            WHERE a.pid = r.worker_pid AND a.backend_type = 'storlab job'
+                              AND a.backend_start <= r.started_at))
+       OR (r.status = 'queued' AND r.created_at < pg_catalog.statement_timestamp() - interval '2 minutes') AS dead) d;
 COMMENT ON VIEW storlab.experiments IS 'Every storlab experiment: its status, progress and where its relations were left';

@@ -38,6 +38,24 @@ CREATE TABLE storlab.probes (
 );
 
 CREATE INDEX probes_lookup ON storlab.probes (tablespace, workload, block_size, workers, started_at DESC);
+-- Readers take the newest probes of each group (core/src/newest.rs): one
+-- index per kind of group, its predicate the reader's filter, so that each
+-- group costs a few index descents however many years of probes are stored.
+-- The standard suite's figures at depth 1 (compare, charts, advice):
+CREATE INDEX probes_newest_suite ON storlab.probes (tablespace, workload, workers, started_at DESC)
+  WHERE suite = 'standard' AND ops > 0 AND iodepth = 1;
+-- one reader's queue-depth curve (the depths chart, effective_io_concurrency):
+CREATE INDEX probes_newest_depth ON storlab.probes (tablespace, workload, iodepth, started_at DESC)
+  WHERE suite = 'standard' AND ops > 0 AND workers = 1 AND block_size = 8192
+    AND engine = CASE WHEN iodepth = 1 THEN 'psync' ELSE 'io_uring' END;
+-- the repeated probes recommend() tests a difference on:
+CREATE INDEX probes_newest_direct ON storlab.probes (tablespace, workload, started_at DESC)
+  WHERE ops > 0 AND workers = 1 AND iodepth = 1 AND direct
+    AND ((workload = 'randread' AND block_size = 8192)
+         OR (workload IN ('seqread', 'seqwrite') AND block_size = 131072));
+-- the read path's scans (few beside the rest):
+CREATE INDEX probes_read_path ON storlab.probes (tablespace, workload, started_at DESC)
+  WHERE suite = 'read_path';
 COMMENT ON COLUMN storlab.probes.suite IS 'standard: a probe of the standard suite (profile, compare_tablespaces); fsync_cost: one of fsync_cost''s tests (writes rewound to the start of the file, as pg_test_fsync does); read_path: one cold scan of probe_read_path (PostgreSQL 18); NULL: a probe() call';
 COMMENT ON COLUMN storlab.probes.io_method IS 'read_path probes: the server''s io_method during the scan (PostgreSQL 18); NULL for the other probes, which do their own I/O';
 COMMENT ON COLUMN storlab.probes.effective_io_concurrency IS 'read_path probes: the effective_io_concurrency the scan ran at; NULL for the other probes';

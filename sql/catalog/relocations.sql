@@ -29,6 +29,8 @@ CREATE TABLE storlab.relocations (
 );
 
 CREATE INDEX relocations_moved_at ON storlab.relocations (moved_at);
+-- one batch's moves (undo_batch, restore_layout)
+CREATE INDEX relocations_batch_id ON storlab.relocations (batch_id);
 CREATE SEQUENCE storlab.relocation_batches;
 
 COMMENT ON TABLE storlab.relocations IS 'Every relation storlab moved between tablespaces: from, to, bytes, lock wait, WAL, statement; written in the moving transaction';

@@ -9,9 +9,10 @@ use super::pgbench::pgbench_schema;
 use super::read_path::{aio_settings, server_version_num};
 use super::report::experiment_report;
 use super::server::this_server;
-use super::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
+use super::suite::{newest_depth_probes, newest_suite_probes};
 use storlab_core::advice::read_path::{AioSettings, ReadPathPoint};
 use storlab_core::advice::{self, Advice, ByTablespace, Cell, Context, Experiment, Figures, Probe};
+use storlab_core::newest::NewestPerGroup;
 use storlab_core::request::read_path::unsupported_major;
 use storlab_core::sql_text::ident;
 
@@ -123,13 +124,14 @@ fn add_read_path(
 /// the repeated probes a difference is tested on.
 fn newest_figures() -> ByTablespace {
     let mut out = ByTablespace::new();
+    let (newest_suite, newest_depth) = (newest_suite_probes(), newest_depth_probes());
     Spi::connect(|c| {
         let rows = c.select(
             &format!(
                 "SELECT tablespace::text, workload, id, coalesce(lat_mean_us, 0),
                         coalesce(lat_p50_us, 0), coalesce(lat_p99_us, 0), mib_s,
                         coalesce(env ->> 'fs_type', ''), coalesce(env ->> 'device', ''), env ->> 'mount_point'
-                   FROM ({NEWEST_SUITE_PROBES}) newest
+                   FROM ({newest_suite}) newest
                   WHERE workers = 1"
             ),
             None,
@@ -144,27 +146,34 @@ fn newest_figures() -> ByTablespace {
             f.workloads.insert(r.get(2)?.unwrap_or_default(), probe(&r, 3)?);
         }
         let by_workers = format!(
-            "SELECT tablespace::text, workers, iops, id FROM ({NEWEST_SUITE_PROBES}) newest
+            "SELECT tablespace::text, workers, iops, id FROM ({newest_suite}) newest
               WHERE workload = 'randread' ORDER BY tablespace, workers"
         );
         add_curve(c, &by_workers, &mut out, |f| &mut f.scaling)?;
         let by_depth = format!(
-            "SELECT tablespace::text, iodepth, iops, id FROM ({NEWEST_DEPTH_PROBES}) newest
+            "SELECT tablespace::text, iodepth, iops, id FROM ({newest_depth}) newest
               WHERE workload = 'randread' ORDER BY tablespace, iodepth"
         );
         add_curve(c, &by_depth, &mut out, |f| &mut f.depths)?;
         // every probe of one worker at depth 1, direct, at the standard
         // suite's block size (the suite's own and probe()'s alike), newest first
         let repeats = c.select(
-            "SELECT tablespace::text, workload, id, coalesce(lat_mean_us, 0), coalesce(lat_p50_us, 0),
-                    coalesce(lat_p99_us, 0), mib_s
-               FROM (SELECT p.*, pg_catalog.row_number() OVER (PARTITION BY tablespace, workload ORDER BY started_at DESC, id DESC) AS n
-                       FROM storlab.probes p
-                      WHERE ops > 0 AND workers = 1 AND iodepth = 1 AND direct
-                        AND ((workload = 'randread' AND block_size = 8192)
-                             OR (workload IN ('seqread', 'seqwrite') AND block_size = 131072))) newest
-              WHERE n <= $1
-              ORDER BY tablespace, workload, n",
+            &format!(
+                "SELECT tablespace::text, workload, id, coalesce(lat_mean_us, 0), coalesce(lat_p50_us, 0),
+                        coalesce(lat_p99_us, 0), mib_s
+                   FROM ({}) newest",
+                NewestPerGroup {
+                    table: "storlab.probes",
+                    groups: &["tablespace", "workload"],
+                    // the predicate of the index probes_newest_direct
+                    filter: "ops > 0 AND workers = 1 AND iodepth = 1 AND direct
+                             AND ((workload = 'randread' AND block_size = 8192)
+                                  OR (workload IN ('seqread', 'seqwrite') AND block_size = 131072))",
+                    newest_first: "started_at DESC, id DESC",
+                    per_group: "$1",
+                }
+                .sql()
+            ),
             None,
             &[REPEATS_READ.into()],
         )?;

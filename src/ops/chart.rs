@@ -6,7 +6,7 @@ use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::report::experiment_report;
-use super::suite::{NEWEST_DEPTH_PROBES, NEWEST_SUITE_PROBES};
+use super::suite::{newest_depth_probes, newest_suite_probes};
 use storlab_core::chart::data::{CurvePoint, ProbeHead, RunHead, SuiteFigure};
 use storlab_core::chart::{ExperimentBar, ProgressPoint};
 use storlab_core::report::latency;
@@ -124,16 +124,18 @@ pub fn probe(id: i64, percentiles: &[f64]) -> (ProbeHead, Vec<f64>) {
 
 /// The newest standard-suite IOPS per (tablespace, workload, workers).
 pub fn by_workers() -> Vec<CurvePoint> {
+    let newest_suite = newest_suite_probes();
     curve_points(&format!(
-        "SELECT tablespace::text, workload, workers::float8, iops FROM ({NEWEST_SUITE_PROBES}) newest"
+        "SELECT tablespace::text, workload, workers::float8, iops FROM ({newest_suite}) newest"
     ))
 }
 
 /// The newest standard-suite IOPS of one worker per (tablespace, workload,
 /// iodepth).
 pub fn by_depth() -> Vec<CurvePoint> {
+    let newest_depth = newest_depth_probes();
     curve_points(&format!(
-        "SELECT tablespace::text, workload, iodepth::float8, iops FROM ({NEWEST_DEPTH_PROBES}) newest"
+        "SELECT tablespace::text, workload, iodepth::float8, iops FROM ({newest_depth}) newest"
     ))
 }
 
@@ -156,11 +158,12 @@ fn curve_points(query: &str) -> Vec<CurvePoint> {
 
 /// The newest 1-worker standard-suite probes of every tablespace (and pg_wal).
 pub fn suite_figures() -> Vec<SuiteFigure> {
+    let newest_suite = newest_suite_probes();
     Spi::connect(|c| {
         c.select(
             &format!(
                 "SELECT tablespace::text, workload, lat_p99_us, mib_s
-                   FROM ({NEWEST_SUITE_PROBES}) newest
+                   FROM ({newest_suite}) newest
                   WHERE workers = 1"
             ),
             None,

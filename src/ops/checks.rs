@@ -245,10 +245,10 @@ fn baseline_probes(baseline: i64, tablespace: &str, item: &SuiteItem) -> Vec<i64
     args.push(baseline.into());
     probe_ids(
         &format!(
-            "SELECT id FROM storlab.probes
-              WHERE {ITEM_PROBES}
-                AND id IN (SELECT probe_id FROM storlab.baseline_probes WHERE baseline_id = $6)
-              ORDER BY id"
+            // from the baseline's few rows, not from the item's history
+            "SELECT p.id FROM storlab.baseline_probes b JOIN storlab.probes p ON p.id = b.probe_id
+              WHERE b.baseline_id = $6 AND {ITEM_PROBES}
+              ORDER BY p.id"
         ),
         &args,
     )

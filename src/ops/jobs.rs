@@ -52,10 +52,14 @@ pub fn sweep_dead_jobs() {
     as_owner(|| {
         Spi::run(
             "WITH dead AS (
+               -- the view filtered by the ids of the few unfinished jobs
+               -- (a filter it hands to each of its arms: a join would not)
                UPDATE storlab.job_records r
                   SET status = 'failed', error = v.error, finished_at = pg_catalog.clock_timestamp()
                  FROM storlab.jobs v
                 WHERE v.id = r.id AND v.status = 'failed' AND r.status IN ('queued', 'running', 'cancelling')
+                  AND v.id = ANY (ARRAY(SELECT u.id FROM storlab.job_records u
+                                         WHERE u.status IN ('queued', 'running', 'cancelling')))
                RETURNING r.id),
              runs AS (
                UPDATE storlab.bench_runs b

@@ -15,6 +15,7 @@ use super::settings::suite_file_cap;
 use super::targets::{all_targets, Target};
 use crate::sqltypes::Name;
 use storlab_core::env;
+use storlab_core::newest::NewestPerGroup;
 use storlab_core::probe::{IoEngine, ProbeSpec, Workload};
 use storlab_core::report::compare::{rank, Ranking, Scores};
 use storlab_core::request::probe::{
@@ -24,21 +25,35 @@ use storlab_core::request::probe::{
 /// The newest standard-suite probe at queue depth 1 of every (tablespace,
 /// workload, workers) that completed something: what charts and advice read (as the caller;
 /// filter on `workers = 1` for the figures compare_tablespaces compares).
-pub const NEWEST_SUITE_PROBES: &str = "SELECT DISTINCT ON (tablespace, workload, workers) *
-       FROM storlab.probes
-      WHERE suite = 'standard' AND ops > 0 AND iodepth = 1
-      ORDER BY tablespace, workload, workers, started_at DESC";
+/// Read through the index probes_newest_suite, whose predicate is the filter:
+/// a few index descents per group, however many probes are stored.
+pub fn newest_suite_probes() -> String {
+    NewestPerGroup {
+        table: "storlab.probes",
+        groups: &["tablespace", "workload", "workers"],
+        filter: "suite = 'standard' AND ops > 0 AND iodepth = 1",
+        newest_first: "started_at DESC, id DESC",
+        per_group: "1",
+    }
+    .sql()
+}
 
 /// The newest standard-suite probe of one worker reading or writing 8 kB
 /// at every (tablespace, workload, iodepth): one reader's queue-depth curve
 /// (the suite's depths 1 and 32, a profile's iodepths; psync at depth 1 and
 /// io_uring deeper, as profile runs them). What the depths chart draws and
-/// effective_io_concurrency is read from.
-pub const NEWEST_DEPTH_PROBES: &str = "SELECT DISTINCT ON (tablespace, workload, iodepth) *
-       FROM storlab.probes
-      WHERE suite = 'standard' AND ops > 0 AND workers = 1 AND block_size = 8192
-        AND engine = CASE WHEN iodepth = 1 THEN 'psync' ELSE 'io_uring' END
-      ORDER BY tablespace, workload, iodepth, started_at DESC";
+/// effective_io_concurrency is read from. Through the index probes_newest_depth.
+pub fn newest_depth_probes() -> String {
+    NewestPerGroup {
+        table: "storlab.probes",
+        groups: &["tablespace", "workload", "iodepth"],
+        filter: "suite = 'standard' AND ops > 0 AND workers = 1 AND block_size = 8192
+                 AND engine = CASE WHEN iodepth = 1 THEN 'psync' ELSE 'io_uring' END",
+        newest_first: "started_at DESC, id DESC",
+        per_group: "1",
+    }
+    .sql()
+}
 
 /// The stored standard-suite probes of one suite item on one tablespace
 /// that completed something, as a WHERE condition on storlab.probes with
@@ -46,9 +61,11 @@ pub const NEWEST_DEPTH_PROBES: &str = "SELECT DISTINCT ON (tablespace, workload,
 /// sync method, and as many requests in flight, from one worker at the
 /// item's depth or from as many psync workers (the fallback where io_uring
 /// is off). Callers number their own parameters from $6.
+/// (The two ways of putting $5 requests in flight are spelled out so that
+/// each is a range of the index probes_lookup, time included.)
 pub(crate) const ITEM_PROBES: &str =
     "tablespace = $1 AND workload = $2 AND block_size = $3 AND sync_method = $4
-     AND workers * iodepth = $5 AND (workers = 1 OR iodepth = 1)
+     AND ((workers = 1 AND iodepth = $5) OR (workers = $5 AND iodepth = 1))
      AND suite = 'standard' AND ops > 0";
 
 /// The parameters of ITEM_PROBES.
@@ -331,11 +348,19 @@ fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest
         Spi::connect(|c| {
             let mut rows = c.select(
                 &format!(
-                    "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at
-                       FROM storlab.probes
-                      WHERE {ITEM_PROBES}
-                        AND system_identifier = ANY($6) AND started_at > pg_catalog.now() - $7
-                      ORDER BY iodepth = $5 DESC, started_at DESC LIMIT 1"
+                    // one worker at the item's depth first, else as many
+                    // psync workers: each the newest through probes_lookup
+                    "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at FROM (
+                       (SELECT 0 AS preference, * FROM storlab.probes
+                         WHERE {ITEM_PROBES} AND workers = 1 AND iodepth = $5
+                           AND system_identifier = ANY($6) AND started_at > pg_catalog.now() - $7
+                         ORDER BY started_at DESC LIMIT 1)
+                       UNION ALL
+                       (SELECT 1, * FROM storlab.probes
+                         WHERE {ITEM_PROBES} AND workers = $5 AND iodepth = 1
+                           AND system_identifier = ANY($6) AND started_at > pg_catalog.now() - $7
+                         ORDER BY started_at DESC LIMIT 1)) newest
+                     ORDER BY preference LIMIT 1"
                 ),
                 None,
                 &args,
