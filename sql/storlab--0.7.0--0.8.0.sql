@@ -243,7 +243,9 @@ SELECT e.id, e.name, CASE WHEN d.dead THEN 'failed' ELSE r.status END AS status,
        e.system_identifier, e.hostname, e.layout_applied, r.role, e.created_at,
        CASE WHEN r.status = 'done' THEN e.wal_needed END AS wal_needed
   FROM storlab.experiment_records e
-  JOIN storlab.job_records r ON r.id = e.id
+ -- each experiment's job by its id (the fence keeps it a lookup per
+ -- experiment: a filter on status would otherwise read every job)
+ CROSS JOIN LATERAL (SELECT * FROM storlab.job_records j WHERE j.id = e.id OFFSET 0) r
  CROSS JOIN LATERAL (
    SELECT (r.status IN ('running', 'cancelling')
            AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
