@@ -60,15 +60,18 @@ test-fast:
 # Release build: probes against fio and pg_test_fsync on the lab's volumes
 # (psync and io_uring at depths 1 to 32, and how repeatable each is), the
 # standard suite with and without precision_pct, regressions() on unchanged
-# storage, the benchmark harness against bare pgbench, and what the
-# experiments' alternating order buys over a fixed one (about 100 minutes).
+# storage, the benchmark harness against bare pgbench, what the
+# experiments' alternating order buys over a fixed one, and the readers and
+# the update over years of stored results (about 110 minutes).
 bench: deps install lab
 	bench/probe_vs_fio
 	bench/suite_precision
 	bench/regressions false-alarms
 	bench/harness_overhead
 	bench/experiment_order
+	bench/scale --small --keep --db storlab_scale_small
 	bench/scale
+	bench/upgrade_scale --source storlab_scale_small --drop-source
 
 # Release build, the storage-bound studies lab, then the five classic
 # studies (studies/, about 80 minutes), the power of an experiment there:
