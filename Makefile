@@ -12,7 +12,7 @@ export PG PG_BIN
 # As root, cargo pgrx writes into the system PostgreSQL directly; otherwise through sudo.
 SUDO_FLAG := $(if $(filter 0,$(shell id -u)),,--sudo)
 
-.PHONY: all deps build-deps install install-debug lab lab-studies lab-stop demo test test-fast bench studies study charts clean
+.PHONY: all deps build-deps install install-debug package lab lab-studies lab-stop demo test test-fast bench studies study charts clean
 
 all: install
 
@@ -32,6 +32,12 @@ install: build-deps
 # The debug build `make test` compiled anyway, without the in-server test functions.
 install-debug: build-deps
 	cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
+
+# A Debian package of the release build for PG's major, laid out as
+# PGDG's: target/package/postgresql-$(PG)-storlab_<version>-1_amd64.deb
+# (scripts/package); `apt install ./that.deb` needs no Rust on the server.
+package: build-deps
+	@PG_CONFIG=$(PG_CONFIG) scripts/package $(PG)
 
 lab:
 	@scripts/lab start
