@@ -12,7 +12,7 @@ export PG PG_BIN
 # As root, cargo pgrx writes into the system PostgreSQL directly; otherwise through sudo.
 SUDO_FLAG := $(if $(filter 0,$(shell id -u)),,--sudo)
 
-.PHONY: all deps build-deps install install-debug lab lab-studies lab-stop demo test test-fast bench studies study charts clean
+.PHONY: all deps build-deps install install-debug package test-package lab lab-studies lab-stop demo test test-fast bench studies study charts clean
 
 all: install
 
@@ -33,6 +33,12 @@ install: build-deps
 install-debug: build-deps
 	cargo pgrx install --pg-config $(PG_CONFIG) $(SUDO_FLAG)
 
+# A Debian package of the release build for PG's major, laid out as
+# PGDG's: target/package/postgresql-$(PG)-storlab_<version>-1_amd64.deb
+# (scripts/package); `apt install ./that.deb` needs no Rust on the server.
+package: build-deps
+	@PG_CONFIG=$(PG_CONFIG) scripts/package $(PG)
+
 lab:
 	@scripts/lab start
 
@@ -51,6 +57,14 @@ demo: deps install lab
 
 test: deps
 	@scripts/test
+
+# The release package (make package) on a machine that never saw Rust: a
+# minimal Debian root of the suite shipping PG's major (15: bookworm, 17:
+# trixie, 18: sid), apt install ./deb, CREATE EXTENSION, a probe, apt
+# remove (root, debootstrap; about a minute after the build). make test
+# PG=15 runs the same test with its debug build's package.
+test-package: package
+	@prove -v --exec bash test/package_clean_root.sh
 
 # The inner loop: the core's tests (seconds), then the debug build installed
 # into an already running lab (`make lab`) and pg_regress against it.

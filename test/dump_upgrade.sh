@@ -19,7 +19,12 @@ EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
 OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0)
 NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+# The old releases' install scripts copied into EXT_DIR below go again at
+# exit (those that were not there before): no package owns them, so they
+# would outlive the installation they were copied into.
+added=()
+for old in "${OLDS[@]}"; do [[ -e $EXT_DIR/storlab--$old.sql ]] || added+=("$EXT_DIR/storlab--$old.sql"); done
+trap 'rm -rf "$WORK"; rm -f "${added[@]}"' EXIT
 
 sql() { local db=$1; shift; "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 # shellcheck source=test/tap.sh
