@@ -35,19 +35,16 @@ impl NewestPerGroup<'_> {
     /// The query: every column of `table`, groups in ascending order,
     /// newest first within each.
     pub fn sql(&self) -> String {
-        let cols = self.groups.join(", ");
-        let prev = self
-            .groups
-            .iter()
-            .map(|c| format!("walk.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let same = self
-            .groups
-            .iter()
-            .map(|c| format!("h.{c} = walk.{c}"))
-            .collect::<Vec<_>>()
-            .join(" AND ");
+        // each group column through a pattern (`{c}`), joined
+        let each = |pattern: &str, sep: &str| {
+            self.groups
+                .iter()
+                .map(|c| pattern.replace("{c}", c))
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        let (cols, prev) = (each("{c}", ", "), each("walk.{c}", ", "));
+        let (same, order) = (each("h.{c} = walk.{c}", " AND "), each("newest.{c}", ", "));
         let NewestPerGroup {
             table,
             filter,
@@ -67,12 +64,7 @@ impl NewestPerGroup<'_> {
                SELECT h.* FROM {table} h
                 WHERE ({filter}) AND {same}
                 ORDER BY {newest_first} LIMIT {per_group}) newest
-             ORDER BY {}",
-            self.groups
-                .iter()
-                .map(|c| format!("newest.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+             ORDER BY {order}"
         )
     }
 }
