@@ -9,7 +9,7 @@
 # Debian's postgresql-common made (pg_ctlcluster), runs CREATE EXTENSION
 # storlab, a one-second probe and \dx storlab, then removes the package
 # with apt and checks that no storlab file stays. The root, its mounts and
-# the cluster are removed on every exit. About 3 minutes with bookworm,
+# the cluster are removed on every exit. About a minute (35 to 100 s here),
 # mostly downloads (docs/install.md has the measured times).
 #
 # Skipped, saying why, when not root, without debootstrap, or without the
