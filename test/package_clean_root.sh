@@ -5,11 +5,11 @@
 # MAJOR (15: bookworm, 17: trixie, 18: sid), checks it has no cargo or rustc,
 # installs postgresql-MAJOR there with apt, then
 # target/package/postgresql-MAJOR-storlab_<version>-1_<arch>.deb (made by
-# make package PG=MAJOR) with `apt install ./file.deb`, starts the cluster
-# Debian's postgresql-common made (pg_ctlcluster), runs CREATE EXTENSION
+# make package PG=MAJOR) with `apt install ./file.deb`, makes and starts a
+# cluster with Debian's pg_createcluster and pg_ctlcluster, runs CREATE EXTENSION
 # storlab, a one-second probe and \dx storlab, then removes the package
 # with apt and checks that no storlab file stays. The root, its mounts and
-# the cluster are removed on every exit. About 3 minutes with bookworm,
+# the cluster are removed on every exit. About a minute (35 to 100 s here),
 # mostly downloads (docs/install.md has the measured times).
 #
 # Skipped, saying why, when not root, without debootstrap, or without the
