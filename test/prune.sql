@@ -32,7 +32,7 @@ END $$;
 DROP ROLE IF EXISTS tap_prune_nobody;
 DROP DATABASE IF EXISTS storlab_prune_jobs WITH (FORCE);
 RESET client_min_messages;
-SELECT plan(40);
+SELECT plan(44);
 \ir lib/probe_helpers.sql
 
 -- The age that puts the cutoff at the start of 2002.
@@ -144,6 +144,18 @@ SELECT throws_ok($$CALL storlab.prune('0 s')$$, '22023', NULL, 'a zero age is 22
 SELECT throws_ok($$CALL storlab.prune('-1 day')$$, '22023', NULL, 'a negative age is 22023');
 SELECT throws_ok($$CALL storlab.prune('1 mon -30 days')$$, '22023', NULL,
                  'an age that adds up to zero (a month is 30 days) is 22023');
+-- beyond 64 bits of microseconds: the sign is kept, a negative age stays
+-- negative (it once became the largest positive one, and deleted
+-- everything), and no age is over 1000 years
+SELECT throws_ok($$CALL storlab.prune('-1000000 years')$$, '22023', NULL, 'a negative age beyond 64 bits is 22023');
+SELECT throws_ok($$CALL storlab.prune('1000000 years')$$, '22023', NULL, 'an age beyond 1000 years is 22023');
+-- PostgreSQL 17 has infinite intervals: neither is an age
+SELECT CASE WHEN current_setting('server_version_num')::int >= 170000
+            THEN throws_ok($$CALL storlab.prune('-infinity')$$, '22023', NULL, '''-infinity'' is 22023')
+            ELSE pass('''-infinity'' is no interval before PostgreSQL 17') END;
+SELECT CASE WHEN current_setting('server_version_num')::int >= 170000
+            THEN throws_ok($$CALL storlab.prune('infinity', dry_run => true)$$, '22023', NULL, '''infinity'' is 22023')
+            ELSE pass('''infinity'' is no interval before PostgreSQL 17') END;
 SELECT throws_like($$CALL storlab.prune('-1 day', dry_run => true)$$, '%positive age%', 'a dry run checks the age too');
 
 -- 2. Only a superuser or storlab's owner: a role granted EXECUTE on all

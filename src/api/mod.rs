@@ -17,7 +17,11 @@ pub mod suite;
 pub mod tablespaces;
 
 /// An interval argument in microseconds (months and days counted as 30
-/// days and 24 hours, as PostgreSQL's own interval arithmetic does).
+/// days and 24 hours, as PostgreSQL's own interval arithmetic does). One
+/// beyond 64 bits (PostgreSQL 17's 'infinity' and '-infinity', or a
+/// million years) keeps its sign: i64::MAX or i64::MIN, so that a check
+/// for a positive age still refuses '-infinity'.
 pub fn interval_micros(i: &pgrx::datum::Interval) -> i64 {
-    i64::try_from(i.as_micros()).unwrap_or(i64::MAX)
+    let micros = i.as_micros();
+    i64::try_from(micros).unwrap_or(if micros < 0 { i64::MIN } else { i64::MAX })
 }

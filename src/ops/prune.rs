@@ -87,7 +87,7 @@ pub fn refuse_restore_before_horizon(at: TimestampWithTimeZone) {
     if let Some((cutoff, when)) = crossing_prune("$1 OPERATOR(pg_catalog.<) p.cutoff", at.into()) {
         Error::new(
             SqlState::InvalidParameterValue,
-            format!("cannot restore the layout of before {cutoff}: storlab.prune deleted the relocation history before it"),
+            format!("cannot restore the layout of {at}: storlab.prune deleted the relocation history before {cutoff}"),
         )
         .with_detail(format!("The prune of {when} kept only the moves at or after its horizon, {cutoff}. Nothing was moved."))
         .with_hint("Restore to a time at or after the horizon (storlab.prunes lists every prune).")

@@ -18,8 +18,19 @@ pub fn check_age(micros: Option<i64>, shown: &str) -> Result<i64> {
             "older_than must be a positive age, such as '90 days', not {shown}"
         )));
     }
+    // 'infinity' would make the cutoff -infinity (nothing to delete, and a
+    // horizon nobody can reason about); an age beyond any stored result
+    // would put it outside timestamptz's range
+    if micros > MAX_AGE_MICROS {
+        return Err(invalid(format!(
+            "older_than must be a finite age of at most 1000 years, not {shown}"
+        )));
+    }
     Ok(micros)
 }
+
+/// The longest age prune() takes: 1000 years of 365.25 days.
+pub const MAX_AGE_MICROS: i64 = 1000 * 36_525 * 864_000_000;
 
 #[cfg(test)]
 mod tests {
@@ -46,5 +57,27 @@ mod tests {
             .unwrap_err()
             .message
             .ends_with("not -5 days"));
+    }
+
+    #[test]
+    fn infinite_and_huge_ages_are_22023() {
+        // what an interval beyond 64 bits of microseconds arrives as
+        for (age, shown) in [
+            (i64::MIN, "-infinity"),
+            (i64::MAX, "infinity"),
+            (MAX_AGE_MICROS + 1, "1001 years"),
+        ] {
+            let e = check_age(Some(age), shown).unwrap_err();
+            assert_eq!(e.state, SqlState::InvalidParameterValue, "{shown}");
+            assert!(
+                e.message.ends_with(&format!("not {shown}")),
+                "{}",
+                e.message
+            );
+        }
+        assert_eq!(
+            check_age(Some(MAX_AGE_MICROS), "1000 years"),
+            Ok(MAX_AGE_MICROS)
+        );
     }
 }
