@@ -230,6 +230,8 @@ CALL storlab.bench('select-only', 1, 1, '2 s');
 CALL storlab.experiment('upgrade', '{"a": {"indexes": "up_a"}, "b": {"indexes": "up_b"}}', 'select-only',
                         '{1}', 1, '1 s', 1, '0 s', 1);
 SELECT storlab.baseline('upgrade', '{up_a}', '100 ms', 2);
+-- a prune that finds nothing that old still logs itself in storlab.prunes
+CALL storlab.prune('1000 years');
 SELECT count(*) FROM storlab.compare_tablespaces(duration => '100 ms');
 SQL
 then
@@ -238,11 +240,12 @@ then
   exit 1
 fi
 
-kinds=$(old -c "SELECT format('%s probes (%s of the standard suite), %s moves, %s jobs, %s runs, %s progress rows, %s experiment, %s baseline',
+kinds=$(old -c "SELECT format('%s probes (%s of the standard suite), %s moves, %s jobs, %s runs, %s progress rows, %s experiment, %s baseline, %s prune',
                   (SELECT count(*) FROM storlab.probes), (SELECT count(*) FROM storlab.probes WHERE suite = 'standard'),
                   (SELECT count(*) FROM storlab.relocations), (SELECT count(*) FROM storlab.job_records),
                   (SELECT count(*) FROM storlab.bench_runs), (SELECT count(*) FROM storlab.bench_progress),
-                  (SELECT count(*) FROM storlab.experiment_records), (SELECT count(*) FROM storlab.baselines))")
+                  (SELECT count(*) FROM storlab.experiment_records), (SELECT count(*) FROM storlab.baselines),
+                  (SELECT count(*) FROM storlab.prunes))")
 # What must come through: taken once, compared on every target.
 VERSION=$(old -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")
 FINGERPRINTS=$(fingerprints old)
