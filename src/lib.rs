@@ -57,6 +57,11 @@ extension_sql_file!(
     name = "prune",
     requires = ["servers"]
 );
+extension_sql_file!(
+    "../sql/catalog/fleet.sql",
+    name = "fleet",
+    requires = ["prune", node_id, node_info]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).

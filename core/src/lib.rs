@@ -5,6 +5,7 @@
 //! without a server: `cargo test -p storlab-core`.
 //!
 //! - `error`: the one error type, with the SQLSTATE it is raised with
+//! - `fleet`: a collector's members: names, conninfo split for postgres_fdw, versions
 //! - `request`: typed requests, checked once (22023 with the allowed range)
 //! - `probe`: the I/O engine (psync, io_uring), workloads, the precision stop
 //! - `env`: storage facts of a path (filesystem, device, allocation, limits)
@@ -22,6 +23,7 @@ pub mod advice;
 pub mod chart;
 pub mod env;
 pub mod error;
+pub mod fleet;
 pub mod hdr;
 pub mod newest;
 pub mod pgbench;

@@ -8,7 +8,8 @@ CREATE TABLE storlab.baselines (
     repetitions       integer     NOT NULL CHECK (repetitions > 0),
     system_identifier bigint      NOT NULL,
     hostname          text        NOT NULL,
-    taken_at          timestamptz NOT NULL DEFAULT pg_catalog.now()
+    taken_at          timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    node_id           uuid        -- the server it was taken on (storlab.node_id()); NULL: before 0.8.0
 );
 COMMENT ON TABLE storlab.baselines IS 'Labelled standard suites taken by storlab.baseline(); storlab.regressions() compares new figures with them. Deleting a row deletes its links to its probes (the probes stay)';
 

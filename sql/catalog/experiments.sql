@@ -14,7 +14,8 @@ CREATE TABLE storlab.experiment_records (
     system_identifier bigint  NOT NULL,
     hostname          text    NOT NULL,
     -- (last: added by 0.7.0's update, which appends it)
-    wal_needed        name                          -- stopped where its next run needs pg_wal on this tablespace's filesystem
+    wal_needed        name,                         -- stopped where its next run needs pg_wal on this tablespace's filesystem
+    node_id           uuid                          -- the server that ran it (storlab.node_id()); NULL: before 0.8.0
 );
 
 -- The size of each of pgbench's relations under each layout, right after
@@ -87,7 +88,8 @@ SELECT e.id, e.name, CASE WHEN d.dead THEN 'failed' ELSE r.status END AS status,
             THEN 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
             ELSE r.error END AS error,
        e.system_identifier, e.hostname, e.layout_applied, r.role, e.created_at,
-       CASE WHEN r.status = 'done' THEN e.wal_needed END AS wal_needed
+       CASE WHEN r.status = 'done' THEN e.wal_needed END AS wal_needed,
+       e.node_id
   FROM storlab.experiment_records e
  -- each experiment's job by its id (the fence keeps it a lookup per
  -- experiment: a filter on status would otherwise read every job)

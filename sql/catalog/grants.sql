@@ -119,7 +119,7 @@ GRANT SELECT ON storlab.probes TO pg_monitor;
 -- baselines are read-only reports.
 REVOKE ALL ON FUNCTION storlab.check(name, text, text, text, double precision, interval, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.baseline(text, name[], interval, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION storlab.regressions(text, name[], double precision, interval, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.regressions(text, name[], double precision, interval, integer, text) FROM PUBLIC;
 GRANT SELECT ON storlab.baselines, storlab.baseline_probes TO pg_monitor;
 
 -- Relocation moves relations (as their owner could by hand): not for PUBLIC.
@@ -170,3 +170,11 @@ REVOKE ALL ON FUNCTION storlab.probe_latency(bigint[], double precision[]) FROM 
 REVOKE ALL ON FUNCTION storlab.run_latency(bigint[], double precision[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.probe_latency(bigint[], double precision[]) TO pg_monitor;
 GRANT EXECUTE ON FUNCTION storlab.run_latency(bigint[], double precision[]) TO pg_monitor;
+
+-- The fleet (sql/catalog/fleet.sql): its readers are reports, for
+-- pg_monitor; splitting a conninfo shows its password, for no one else.
+REVOKE ALL ON FUNCTION storlab.compare_fleet(text[], interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.compare_fleet(text[], interval) TO pg_monitor;
+REVOKE ALL ON FUNCTION storlab.compare_servers(text, text, text[], interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.compare_servers(text, text, text[], interval) TO pg_monitor;
+REVOKE ALL ON FUNCTION storlab.fleet_conninfo_options(text) FROM PUBLIC;

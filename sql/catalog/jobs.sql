@@ -75,7 +75,8 @@ CREATE TABLE storlab.bench_runs (
     experiment_id           bigint,
     experiment_layout       text,
     repetition              integer,
-    warmup                  boolean NOT NULL DEFAULT false
+    warmup                  boolean NOT NULL DEFAULT false,
+    node_id                 uuid      -- the server that ran it (storlab.node_id()); NULL: before 0.8.0
 );
 
 -- One row per second of a run, from pgbench's transaction log; the first and

@@ -34,7 +34,8 @@ CREATE TABLE storlab.probes (
     precision_pct     float8,     -- the precision asked (percent); NULL: a fixed duration
     iops_ci95_pct     float8,     -- half-width of the 95 % CI of the mean IOPS over 100 ms samples, percent of it
     io_method         text CHECK (io_method IN ('sync', 'worker', 'io_uring')),  -- read_path: the server's io_method
-    effective_io_concurrency integer CHECK (effective_io_concurrency BETWEEN 0 AND 1000)  -- read_path: the value scanned at
+    effective_io_concurrency integer CHECK (effective_io_concurrency BETWEEN 0 AND 1000),  -- read_path: the value scanned at
+    node_id           uuid        -- the server that measured it (storlab.node_id(), sql/catalog/fleet.sql); NULL: before 0.8.0
 );
 
 CREATE INDEX probes_lookup ON storlab.probes (tablespace, workload, block_size, workers, started_at DESC);

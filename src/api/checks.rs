@@ -87,6 +87,7 @@ fn regressions(
     max_change_pct: default!(Option<f64>, 10),
     duration: default!(Option<Interval>, "'2 seconds'"),
     repetitions: default!(Option<i32>, 5),
+    server: default!(Option<String>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -107,7 +108,14 @@ fn regressions(
     let duration = duration_of(duration);
     let repetitions = args::test_repetitions(required(repetitions, "repetitions")).or_raise();
     let rows: Vec<_> =
-        checks::regressions(&label, tablespaces, max_change_pct, duration, repetitions)
+        checks::regressions(
+            &label,
+            tablespaces,
+            max_change_pct,
+            duration,
+            repetitions,
+            server.as_deref(),
+        )
             .into_iter()
             .map(|r| {
                 let workload = r.item.name();

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod chart;
 pub mod checks;
 pub mod experiment;
+pub mod fleet;
 pub mod latency;
 pub mod probe;
 pub mod prune;

@@ -239,41 +239,119 @@ pub struct Regression {
     values: Vec<f64>,
 }
 
-/// The baseline's stored probe ids of one item on one tablespace.
-fn baseline_probes(baseline: i64, tablespace: &str, item: &SuiteItem) -> Vec<i64> {
-    let mut args = item_args(tablespace, item);
-    args.push(baseline.into());
-    probe_ids(
-        &format!(
-            // from the baseline's few rows, not from the item's history
-            "SELECT p.id FROM storlab.baseline_probes b JOIN storlab.probes p ON p.id = b.probe_id
-              WHERE b.baseline_id = $6 AND {ITEM_PROBES}
-              ORDER BY p.id"
-        ),
-        &args,
-    )
+/// A baseline regressions() compares with: this database's own, or one
+/// copied from a fleet server (sql/catalog/fleet.sql), whose probes are
+/// keyed by its node too.
+pub enum Baseline {
+    Local(i64),
+    Fleet { node: pgrx::datum::Uuid, id: i64 },
+}
+
+impl Baseline {
+    /// The baseline's stored probe ids of one item on one tablespace.
+    fn probes(&self, tablespace: &str, item: &SuiteItem) -> Vec<i64> {
+        let mut args = item_args(tablespace, item);
+        // from the baseline's few rows, not from the item's history
+        let sql = match self {
+            Baseline::Local(id) => {
+                args.push((*id).into());
+                format!(
+                    "SELECT p.id FROM storlab.baseline_probes b JOIN storlab.probes p ON p.id = b.probe_id
+                      WHERE b.baseline_id = $6 AND {ITEM_PROBES}
+                      ORDER BY p.id"
+                )
+            }
+            Baseline::Fleet { node, id } => {
+                args.push((*id).into());
+                args.push((*node).into());
+                format!(
+                    "SELECT p.id FROM storlab.fleet_baseline_probes b
+                       JOIN storlab.fleet_probes p ON p.node_id = b.node_id AND p.id = b.probe_id
+                      WHERE b.baseline_id = $6 AND b.node_id = $7 AND {ITEM_PROBES}
+                      ORDER BY p.id"
+                )
+            }
+        };
+        probe_ids(&sql, &args)
+    }
+
+    /// One metric of the baseline's probes `ids`.
+    fn values(&self, ids: &[i64], metric: Metric) -> Vec<f64> {
+        match self {
+            Baseline::Local(_) => metric_values(ids, metric),
+            Baseline::Fleet { node, .. } => as_owner(|| {
+                Spi::connect(|c| {
+                    c.select(
+                        &format!(
+                            "SELECT {} FROM storlab.fleet_probes WHERE node_id = $2 AND id = ANY($1) ORDER BY id",
+                            metric.as_str()
+                        ),
+                        None,
+                        &[ids.to_vec().into(), (*node).into()],
+                    )?
+                    .map(|r| r.get::<f64>(1))
+                    .filter_map(|v| v.transpose())
+                    .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(spi("reading a fleet server's probes"))
+                .or_raise()
+            }),
+        }
+    }
+
+    /// The tablespaces it was taken on.
+    fn tablespaces(&self) -> Vec<String> {
+        let read = match self {
+            Baseline::Local(id) => Spi::get_one_with_args::<Vec<Name>>(
+                "SELECT tablespaces FROM storlab.baselines WHERE id = $1",
+                &[(*id).into()],
+            ),
+            Baseline::Fleet { node, id } => Spi::get_one_with_args::<Vec<Name>>(
+                "SELECT tablespaces FROM storlab.fleet_baselines WHERE node_id = $1 AND id = $2",
+                &[(*node).into(), (*id).into()],
+            ),
+        };
+        as_owner(|| read)
+            .map_err(spi("reading the baseline"))
+            .or_raise()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| n.0)
+            .collect()
+    }
+}
+
+/// A fleet server's newest baseline of that label (labels are unique per
+/// node: a server upgraded since may have two).
+fn fleet_baseline(server: &str, label: &str) -> Baseline {
+    super::fleet::check_servers(&[server.to_string()]);
+    let found = as_owner(|| {
+        Spi::get_two_with_args::<pgrx::datum::Uuid, i64>(
+            "SELECT node_id, id FROM storlab.fleet_baselines WHERE server = $1 AND label = $2
+              ORDER BY taken_at DESC LIMIT 1",
+            &[server.into(), label.into()],
+        )
+    });
+    match found {
+        Ok((Some(node), Some(id))) => Baseline::Fleet { node, id },
+        _ => Error::new(
+            SqlState::UndefinedObject,
+            format!("fleet server \"{server}\" has no baseline \"{label}\" in this collector"),
+        )
+        .with_hint("storlab.fleet_baselines lists the copied baselines; storlab.fleet_sync() copies new ones.")
+        .raise(),
+    }
 }
 
 /// The baseline's tablespaces (every one is measured again, whichever are
 /// reported), and the names of those to report: all, or the named ones
 /// among them.
 fn baseline_targets(
-    baseline: i64,
+    baseline: &Baseline,
     label: &str,
     only: Option<Vec<Option<Name>>>,
 ) -> (Vec<Target>, Vec<String>) {
-    let taken: Vec<String> = as_owner(|| {
-        Spi::get_one_with_args::<Vec<Name>>(
-            "SELECT tablespaces FROM storlab.baselines WHERE id = $1",
-            &[baseline.into()],
-        )
-        .map_err(spi("reading the baseline"))
-        .or_raise()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|n| n.0)
-        .collect()
-    });
+    let taken = baseline.tablespaces();
     let report: Vec<String> = match only {
         None => taken.clone(),
         Some(names) => targets_of(Some(names))
@@ -297,43 +375,58 @@ fn baseline_targets(
     )
 }
 
-/// Measures the baseline's tablespaces again and judges every figure.
+/// Measures the baseline's tablespaces again and judges every figure: a
+/// baseline of this database, or (`server`) one copied from a fleet
+/// server, which this server's figures are then checked against.
 pub fn regressions(
     label: &str,
     only: Option<Vec<Option<Name>>>,
     max_change_pct: f64,
     duration: Duration,
     repetitions: usize,
+    server: Option<&str>,
 ) -> Vec<Regression> {
-    let Some(baseline) = baseline_id(label) else {
-        Error::new(SqlState::UndefinedObject, format!("baseline \"{label}\" does not exist"))
-            .with_hint("Take one with storlab.baseline(label) on known-good storage; storlab.baselines lists them.")
-            .raise()
+    let baseline = match server {
+        Some(server) => fleet_baseline(server, label),
+        None => match baseline_id(label) {
+            Some(id) => Baseline::Local(id),
+            None => Error::new(SqlState::UndefinedObject, format!("baseline \"{label}\" does not exist"))
+                .with_hint("Take one with storlab.baseline(label) on known-good storage; storlab.baselines lists them.")
+                .raise(),
+        },
     };
-    let (taken_on, host) = as_owner(|| {
-        Spi::get_two_with_args::<i64, String>(
-            "SELECT system_identifier, hostname FROM storlab.baselines WHERE id = $1",
-            &[baseline.into()],
-        )
-        .map_err(spi("reading the baseline"))
-        .or_raise()
-    });
-    if !taken_on.is_some_and(|id| this_server().contains(&id)) {
-        // a restored dump: legitimate (a new volume against known-good
-        // figures from elsewhere), but the reader should know
-        notice!(
-            "storlab: baseline \"{label}\" was taken on another server ({}): the comparison is between machines",
-            host.unwrap_or_default()
-        );
+    match &baseline {
+        Baseline::Local(id) => {
+            let (taken_on, host) = as_owner(|| {
+                Spi::get_two_with_args::<i64, String>(
+                    "SELECT system_identifier, hostname FROM storlab.baselines WHERE id = $1",
+                    &[(*id).into()],
+                )
+                .map_err(spi("reading the baseline"))
+                .or_raise()
+            });
+            if !taken_on.is_some_and(|id| this_server().contains(&id)) {
+                // a restored dump: legitimate (a new volume against known-good
+                // figures from elsewhere), but the reader should know
+                notice!(
+                    "storlab: baseline \"{label}\" was taken on another server ({}): the comparison is between machines",
+                    host.unwrap_or_default()
+                );
+            }
+        }
+        Baseline::Fleet { .. } => notice!(
+            "storlab: baseline \"{label}\" of fleet server \"{}\": this server's figures are checked against another server's",
+            server.unwrap_or_default()
+        ),
     }
     // Every tablespace of the baseline is measured again, in the same
     // interleaved order, even when only some are reported: what runs
     // between two probes of a volume (another tablespace's fill on the same
     // disk) is then what ran when the baseline was taken.
-    let (targets, report) = baseline_targets(baseline, label, only);
+    let (targets, report) = baseline_targets(&baseline, label, only);
     let run = run(duration, "regressions");
     let first = suite_repetitions(&targets, repetitions, run);
-    let mut out = judge_round(baseline, &targets, &first, max_change_pct);
+    let mut out = judge_round(&baseline, &targets, &first, max_change_pct);
     // A figure flagged once is measured again, in the same conditions:
     // only one flagged in both rounds is a regression (see
     // report::checks::confirm).
@@ -378,7 +471,7 @@ fn round_ids(round: &[Measured], target: usize, item: usize) -> Vec<i64> {
 
 /// Every figure of one round against the baseline.
 fn judge_round(
-    baseline: i64,
+    baseline: &Baseline,
     targets: &[Target],
     round: &[Measured],
     max_change_pct: f64,
@@ -386,14 +479,14 @@ fn judge_round(
     let mut out = Vec::new();
     for (ti, target) in targets.iter().enumerate() {
         for (ii, item) in SUITE.iter().enumerate() {
-            let before = baseline_probes(baseline, &target.name, item);
+            let before = baseline.probes(&target.name, item);
             let after = round_ids(round, ti, ii);
             if before.is_empty() || after.is_empty() {
                 continue;
             }
             for &metric in Metric::compared_for(item.workload, item.block_size) {
                 let (b, a) = (
-                    metric_values(&before, metric),
+                    baseline.values(&before, metric),
                     metric_values(&after, metric),
                 );
                 if b.is_empty() || a.is_empty() {

@@ -9,6 +9,7 @@ pub mod chart;
 pub mod checks;
 pub mod error;
 pub mod experiment;
+pub mod fleet;
 pub mod identity;
 pub mod jobs;
 pub mod pgbench;

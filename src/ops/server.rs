@@ -57,3 +57,52 @@ pub fn version_dir() -> String {
         pg_sys::CATALOG_VERSION_NO
     )
 }
+
+thread_local! {
+    /// This backend's node, once read back from storlab.nodes (a row
+    /// committed before this call): a node minted in a transaction that
+    /// later rolls back must not be remembered.
+    static NODE: std::cell::Cell<Option<[u8; 16]>> = const { std::cell::Cell::new(None) };
+}
+
+/// This server's node (sql/catalog/fleet.sql): the row of storlab.nodes for
+/// its system identifier, host name and data directory, minted at first
+/// use. None on a server that cannot write (a standby, a read-only
+/// transaction) and has no node yet.
+pub fn node_id() -> Option<pgrx::datum::Uuid> {
+    if let Some(b) = NODE.with(|n| n.get()) {
+        return Some(pgrx::datum::Uuid::from_bytes(b));
+    }
+    let (sysid, host, dir) = (
+        system_identifier(),
+        hostname(),
+        data_dir().display().to_string(),
+    );
+    super::identity::as_owner(|| {
+        let args = [sysid.into(), host.as_str().into(), dir.as_str().into()];
+        let found = Spi::get_one_with_args::<pgrx::datum::Uuid>(
+            "SELECT node_id FROM storlab.nodes WHERE system_identifier = $1 AND hostname = $2 AND data_directory = $3",
+            &args,
+        )
+        .ok()
+        .flatten();
+        if let Some(id) = found {
+            NODE.with(|n| n.set(Some(*id)));
+            return Some(id);
+        }
+        // SAFETY: reads backend-global flags.
+        let read_only = unsafe { pg_sys::RecoveryInProgress() || pg_sys::XactReadOnly };
+        if read_only {
+            return None;
+        }
+        // another session minting the same node at once: its row, once committed
+        Spi::get_one_with_args::<pgrx::datum::Uuid>(
+            "INSERT INTO storlab.nodes AS n (system_identifier, hostname, data_directory) VALUES ($1, $2, $3)
+             ON CONFLICT (system_identifier, hostname, data_directory) DO UPDATE SET node_id = n.node_id
+             RETURNING node_id",
+            &args,
+        )
+        .ok()
+        .flatten()
+    })
+}

@@ -338,7 +338,8 @@ pub fn profile(
 /// a queued item's figure comes from io_uring at its depth, or else from as
 /// many psync workers, the fallback where io_uring is off):
 /// (lat_p50_us, lat_p99_us, iops, mib_s, started_at).
-type Newest = (Option<f64>, Option<f64>, f64, f64, TimestampWithTimeZone);
+/// The newest probe of an item: p50 and p99 (µs), IOPS, MiB/s, and when.
+pub(crate) type Newest = (Option<f64>, Option<f64>, f64, f64, TimestampWithTimeZone);
 
 fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest> {
     let mut args = item_args(&target.name, item);
@@ -394,10 +395,19 @@ pub struct Figures {
 }
 
 fn figures(target: &Target, max_age: Interval) -> (Figures, Vec<SuiteItem>) {
+    figures_of(|item| newest(target, item, max_age))
+}
+
+/// A tablespace's figures from the newest probe of each suite item that
+/// `newest_of` finds (this server's, or a fleet server's copies), and the
+/// items it found none of.
+pub(crate) fn figures_of(
+    newest_of: impl Fn(&SuiteItem) -> Option<Newest>,
+) -> (Figures, Vec<SuiteItem>) {
     let mut f = Figures::default();
     let mut missing = Vec::new();
     for item in SUITE {
-        let Some((p50, p99, iops, mib_s, at)) = newest(target, &item, max_age) else {
+        let Some((p50, p99, iops, mib_s, at)) = newest_of(&item) else {
             missing.push(item);
             continue;
         };

@@ -18,7 +18,7 @@ pub struct Scores {
     pub wal_only: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ranking {
     /// randread p99 / best randread p99: 1.0 is the best, 3.0 three times slower.
     pub randread_vs_best: Option<f64>,
