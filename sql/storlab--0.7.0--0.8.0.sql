@@ -1,6 +1,14 @@
 -- storlab 0.7.0 -> 0.8.0: PostgreSQL 15, 17 and 18 from one source.
 -- One section per capability; each says what changed and why.
 
+-- The fleet (docs/fleet.md): every result row names the node that measured
+-- it; the rows stored before this update have none (NULL), and a collector
+-- counts them under their system identifier (storlab.fleet_legacy_node).
+-- (experiment_records' column first: the experiments view below shows it;
+-- the others at the fleet's section, after this update's other columns,
+-- where a fresh install has them too)
+ALTER TABLE storlab.experiment_records ADD COLUMN node_id uuid;
+
 -- ---- A run stores its pg_stat_io differences (PostgreSQL 16 and later) ----
 -- The counters a run already stored (server_*, db_*) keep their names and
 -- meaning on every major; each major's library reads them from the views
@@ -241,7 +249,8 @@ SELECT e.id, e.name, CASE WHEN d.dead THEN 'failed' ELSE r.status END AS status,
             THEN 'the job''s worker exited before finishing it (an error in the worker, a crash or a server restart: the server log says which)'
             ELSE r.error END AS error,
        e.system_identifier, e.hostname, e.layout_applied, r.role, e.created_at,
-       CASE WHEN r.status = 'done' THEN e.wal_needed END AS wal_needed
+       CASE WHEN r.status = 'done' THEN e.wal_needed END AS wal_needed,
+       e.node_id
   FROM storlab.experiment_records e
  -- each experiment's job by its id (the fence keeps it a lookup per
  -- experiment: a filter on status would otherwise read every job)
@@ -530,3 +539,677 @@ SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'prune_cutoff_wrapper';
 REVOKE ALL ON FUNCTION storlab.prune_cutoff(interval, boolean) FROM PUBLIC;
+
+-- ===== The fleet (sql/catalog/fleet.sql, docs/fleet.md) =====
+ALTER TABLE storlab.probes ADD COLUMN node_id uuid;
+ALTER TABLE storlab.baselines ADD COLUMN node_id uuid;
+ALTER TABLE storlab.bench_runs ADD COLUMN node_id uuid;
+
+-- This server's node and the collector's checks and readers (Rust).
+CREATE FUNCTION storlab."node_id"() RETURNS uuid /* Option < Uuid > */
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'node_id_wrapper';
+
+CREATE FUNCTION storlab."node_info"() RETURNS TABLE (
+	"node_id" uuid,  /* Option < Uuid > */
+	"system_identifier" bigint,  /* i64 */
+	"hostname" TEXT,  /* String */
+	"server_version_num" INT,  /* i32 */
+	"storlab_version" TEXT  /* String */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'node_info_wrapper';
+
+CREATE FUNCTION storlab."fleet_check_name"(
+	"name" TEXT /* & str */
+) RETURNS void
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'fleet_check_name_wrapper';
+
+CREATE FUNCTION storlab."fleet_check_version"(
+	"remote" TEXT, /* & str */
+	"collector" TEXT /* & str */
+) RETURNS void
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'fleet_check_version_wrapper';
+
+CREATE FUNCTION storlab."fleet_conninfo_options"(
+	"conninfo" TEXT /* & str */
+) RETURNS TABLE (
+	"context" TEXT,  /* String */
+	"keyword" TEXT,  /* String */
+	"value" TEXT  /* String */
+)
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'fleet_conninfo_options_wrapper';
+
+CREATE FUNCTION storlab."fleet_conninfo_shown"(
+	"conninfo" TEXT /* & str */
+) RETURNS TEXT /* String */
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'fleet_conninfo_shown_wrapper';
+
+CREATE FUNCTION storlab."compare_fleet"(
+	"servers" TEXT[] DEFAULT NULL, /* :: std :: option :: Option < Vec < Option < String > > > */
+	"max_age" interval DEFAULT '30 days' /* Option < Interval > */
+) RETURNS TABLE (
+	"server" TEXT,  /* String */
+	"tablespace" TEXT,  /* String */
+	"fs_type" TEXT,  /* Option < String > */
+	"device" TEXT,  /* Option < String > */
+	"randread_p50_us" double precision,  /* Option < f64 > */
+	"randread_p99_us" double precision,  /* Option < f64 > */
+	"randread_iops" double precision,  /* Option < f64 > */
+	"randread_iops_qd32" double precision,  /* Option < f64 > */
+	"randwrite_p99_us" double precision,  /* Option < f64 > */
+	"wal_commit_p50_us" double precision,  /* Option < f64 > */
+	"wal_commit_p99_us" double precision,  /* Option < f64 > */
+	"seqwrite_mib_s" double precision,  /* Option < f64 > */
+	"seqread_mib_s" double precision,  /* Option < f64 > */
+	"volatile" bool,  /* bool */
+	"randread_vs_best" double precision,  /* Option < f64 > */
+	"wal_commit_vs_best" double precision,  /* Option < f64 > */
+	"best_for" TEXT[],  /* Vec < String > */
+	"probed_at" timestamp with time zone  /* Option < pgrx :: datum :: TimestampWithTimeZone > */
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'compare_fleet_wrapper';
+
+CREATE FUNCTION storlab."compare_servers"(
+	"a" TEXT, /* Option < String > */
+	"b" TEXT, /* Option < String > */
+	"workloads" TEXT[] DEFAULT NULL, /* :: std :: option :: Option < Vec < Option < String > > > */
+	"max_age" interval DEFAULT '30 days' /* Option < Interval > */
+) RETURNS TABLE (
+	"tablespace" TEXT,  /* Option < String > */
+	"workload" TEXT,  /* String */
+	"metric" TEXT,  /* String */
+	"a_value" double precision,  /* f64 */
+	"b_value" double precision,  /* f64 */
+	"change_pct" double precision,  /* Option < f64 > */
+	"a_n" INT,  /* i32 */
+	"b_n" INT,  /* i32 */
+	"p_value" double precision,  /* Option < f64 > */
+	"significant" bool,  /* Option < bool > */
+	"verdict" TEXT  /* String */
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'compare_servers_wrapper';
+
+-- regressions() takes a fleet server's baseline (server => ...).
+DROP FUNCTION storlab.regressions(text, name[], double precision, interval, integer);
+CREATE FUNCTION storlab."regressions"(
+	"baseline" TEXT, /* Option < String > */
+	"tablespaces" name[] DEFAULT NULL, /* :: std :: option :: Option < Vec < Option < Name > > > */
+	"max_change_pct" double precision DEFAULT 10, /* Option < f64 > */
+	"duration" interval DEFAULT '2 seconds', /* Option < Interval > */
+	"repetitions" INT DEFAULT 5, /* Option < i32 > */
+	"server" TEXT DEFAULT NULL /* Option < String > */
+) RETURNS TABLE (
+	"tablespace" name,  /* Name */
+	"workload" TEXT,  /* String */
+	"metric" TEXT,  /* String */
+	"baseline" double precision,  /* f64 */
+	"now" double precision,  /* f64 */
+	"change_pct" double precision,  /* Option < f64 > */
+	"p_value" double precision,  /* Option < f64 > */
+	"regressed" bool,  /* Option < bool > */
+	"description" TEXT  /* String */
+)
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'regressions_wrapper';
+REVOKE ALL ON FUNCTION storlab.regressions(text, name[], double precision, interval, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.compare_fleet(text[], interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.compare_fleet(text[], interval) TO pg_monitor;
+REVOKE ALL ON FUNCTION storlab.compare_servers(text, text, text[], interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.compare_servers(text, text, text[], interval) TO pg_monitor;
+REVOKE ALL ON FUNCTION storlab.fleet_conninfo_options(text) FROM PUBLIC;
+
+-- A fleet in one database. Every server has an identity (its node); a
+-- collector database gathers the results of many servers through
+-- postgres_fdw, PostgreSQL's own federation: it pulls over an ordinary
+-- connection and leaves no replication slot or retained WAL on the servers
+-- it reads (which would disturb the storage being measured). See
+-- docs/fleet.md.
+
+------------------------------------------------------------------------
+-- 1. This server's identity, on every server.
+--
+-- system_identifier alone does not tell servers apart: a physical replica
+-- or a pg_basebackup clone has its origin's. A node is one cluster in one
+-- place: (system identifier, host name, data directory). A clone, a copy on
+-- another host, a moved data directory or a pg_upgrade (a new system
+-- identifier) is a new node, with a new node_id, at its first use. The
+-- table is no configuration table: pg_dump does not carry it, so a restore
+-- starts with a node of its own, while the rows it restores keep the
+-- node_id of the server that measured them.
+CREATE TABLE storlab.nodes (
+    node_id           uuid        PRIMARY KEY DEFAULT pg_catalog.gen_random_uuid(),
+    system_identifier bigint      NOT NULL,
+    hostname          text        NOT NULL,
+    data_directory    text        NOT NULL,
+    first_seen        timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+    UNIQUE (system_identifier, hostname, data_directory)
+);
+COMMENT ON TABLE storlab.nodes IS 'The nodes this database''s storlab has run on: a node is one cluster in one place (system identifier, host, data directory); storlab.node_id() names the current one. Not carried by pg_dump: a restore or a clone gets a node of its own';
+
+-- Every result row names the node that measured it.
+ALTER TABLE storlab.probes ALTER COLUMN node_id SET DEFAULT storlab.node_id();
+ALTER TABLE storlab.baselines ALTER COLUMN node_id SET DEFAULT storlab.node_id();
+ALTER TABLE storlab.bench_runs ALTER COLUMN node_id SET DEFAULT storlab.node_id();
+ALTER TABLE storlab.experiment_records ALTER COLUMN node_id SET DEFAULT storlab.node_id();
+
+-- What a collector reads of this server first: one row.
+CREATE VIEW storlab.node AS SELECT * FROM storlab.node_info();
+COMMENT ON VIEW storlab.node IS 'This server as a fleet collector sees it: its node_id, system identifier, host name, PostgreSQL and storlab versions';
+
+-- The node a row whose node_id is NULL (written before 0.8.0, or read from
+-- a server older than 0.8.0) is counted under: one per system identifier.
+CREATE FUNCTION storlab.fleet_legacy_node(system_identifier bigint) RETURNS uuid
+  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  RETURN pg_catalog.md5('storlab system ' OPERATOR(pg_catalog.||) system_identifier::pg_catalog.text)::pg_catalog.uuid;
+COMMENT ON FUNCTION storlab.fleet_legacy_node(bigint) IS 'The node a result row without a node_id (from before storlab 0.8.0) is counted under: one per system identifier';
+
+------------------------------------------------------------------------
+-- 2. A collector: the servers it reads, and their rows.
+
+-- One row per server of the fleet. Its foreign server and its schema of
+-- foreign tables are both named storlab_fleet_<name>; the credentials are
+-- in the foreign server's user mapping (for storlab's owner), never here.
+CREATE TABLE storlab.fleet_members (
+    name              text        PRIMARY KEY,
+    conninfo          text        NOT NULL,   -- as given, without its secrets (password, sslpassword)
+    added_at          timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+    node_id           uuid,       -- its node at the last contact (NULL: storlab older than 0.8.0 there)
+    system_identifier bigint,
+    hostname          text,
+    server_version    text,
+    storlab_version   text,       -- the version its foreign tables were imported for
+    last_attempt      timestamptz,
+    last_sync         timestamptz,  -- the end of the last sync that succeeded
+    last_error        text          -- why the last attempt failed; NULL once one succeeds
+);
+COMMENT ON TABLE storlab.fleet_members IS 'The servers this collector reads (storlab.fleet_add); read them through storlab.fleet_servers';
+
+-- How far each table of each server is copied: every row with an id above
+-- last_id, or stamped at or after horizon, is read again at the next sync
+-- (and copied only if new or changed). The horizon is the member's clock:
+-- the start of its oldest transaction still open at the last sync, whose
+-- rows that sync could not see yet.
+CREATE TABLE storlab.fleet_marks (
+    server     text   NOT NULL REFERENCES storlab.fleet_members (name) ON DELETE CASCADE,
+    table_name text   NOT NULL,
+    last_id    bigint NOT NULL DEFAULT 0,
+    horizon    timestamptz,
+    PRIMARY KEY (server, table_name)
+);
+
+-- Which server each node's rows are shown under: a member's own node
+-- (seen in its storlab.node) is its own; a node only seen on rows (a
+-- clone's origin, a server before a pg_upgrade) belongs to the first
+-- member that delivered it, until a member names it as its own.
+CREATE TABLE storlab.fleet_nodes (
+    node_id    uuid        PRIMARY KEY,
+    server     text        NOT NULL,
+    own        boolean     NOT NULL DEFAULT false,  -- the member's storlab.node said so
+    first_seen timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+
+-- The copies: each the columns of this version's table (or view), the
+-- member it is shown under, and when it was copied. Keyed by (node_id, id):
+-- ids repeat across servers, never within a node.
+CREATE TABLE storlab.fleet_probes (LIKE storlab.probes);
+CREATE TABLE storlab.fleet_baselines (LIKE storlab.baselines);
+CREATE TABLE storlab.fleet_baseline_probes (LIKE storlab.baseline_probes);
+CREATE TABLE storlab.fleet_bench_runs (LIKE storlab.bench_runs);
+CREATE TABLE storlab.fleet_experiments (LIKE storlab.experiments);
+ALTER TABLE storlab.fleet_baseline_probes ADD COLUMN node_id uuid;
+ALTER TABLE storlab.fleet_probes
+  ALTER COLUMN node_id SET NOT NULL,
+  ADD COLUMN server text NOT NULL,
+  ADD COLUMN synced_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  ADD PRIMARY KEY (node_id, id);
+ALTER TABLE storlab.fleet_baselines
+  ALTER COLUMN node_id SET NOT NULL,
+  ADD COLUMN server text NOT NULL,
+  ADD COLUMN synced_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  ADD PRIMARY KEY (node_id, id);
+ALTER TABLE storlab.fleet_baseline_probes
+  ALTER COLUMN node_id SET NOT NULL,
+  ADD COLUMN server text NOT NULL,
+  ADD COLUMN synced_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  ADD PRIMARY KEY (node_id, baseline_id, probe_id);
+ALTER TABLE storlab.fleet_bench_runs
+  ALTER COLUMN node_id SET NOT NULL,
+  ADD COLUMN server text NOT NULL,
+  ADD COLUMN synced_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  ADD PRIMARY KEY (node_id, id);
+ALTER TABLE storlab.fleet_experiments
+  ALTER COLUMN id SET NOT NULL,
+  ALTER COLUMN node_id SET NOT NULL,
+  ADD COLUMN server text NOT NULL,
+  ADD COLUMN synced_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  ADD PRIMARY KEY (node_id, id);
+-- the newest standard-suite figures of each server and tablespace
+-- (compare_fleet, compare_servers), and a server's rows
+CREATE INDEX fleet_probes_suite ON storlab.fleet_probes (server, tablespace, workload, iodepth, started_at DESC)
+  WHERE suite = 'standard' AND ops > 0 AND workers = 1;
+CREATE INDEX fleet_probes_server ON storlab.fleet_probes (server);
+CREATE INDEX fleet_baselines_label ON storlab.fleet_baselines (server, label);
+CREATE INDEX fleet_bench_runs_server ON storlab.fleet_bench_runs (server, script);
+CREATE INDEX fleet_experiments_server ON storlab.fleet_experiments (server);
+
+COMMENT ON TABLE storlab.fleet_probes IS 'Probes copied from the fleet''s servers (storlab.fleet_sync): storlab.probes'' columns, the server they are shown under, and when they were copied';
+COMMENT ON TABLE storlab.fleet_baselines IS 'Baselines copied from the fleet''s servers; regressions(label, server => ...) checks this server against one';
+COMMENT ON TABLE storlab.fleet_baseline_probes IS 'The probes of each copied baseline (their rows are in storlab.fleet_probes, same node_id)';
+COMMENT ON TABLE storlab.fleet_bench_runs IS 'Bench runs copied from the fleet''s servers: storlab.bench_runs'' columns and the server';
+COMMENT ON TABLE storlab.fleet_experiments IS 'Experiments copied from the fleet''s servers: storlab.experiments'' columns and the server';
+
+-- The collector's rows are the user's data too.
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_members', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_marks', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_nodes', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_probes', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_baselines', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_baseline_probes', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_bench_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_experiments', '');
+
+CREATE VIEW storlab.fleet_servers AS
+SELECT m.name, m.node_id, m.system_identifier, m.hostname, m.server_version, m.storlab_version,
+       m.conninfo, m.added_at, m.last_attempt, m.last_sync, m.last_error,
+       (SELECT pg_catalog.count(*) FROM storlab.fleet_probes p WHERE p.server = m.name) AS probes,
+       (SELECT pg_catalog.count(*) FROM storlab.fleet_baselines b WHERE b.server = m.name) AS baselines,
+       (SELECT pg_catalog.count(*) FROM storlab.fleet_bench_runs r WHERE r.server = m.name) AS bench_runs,
+       (SELECT pg_catalog.count(*) FROM storlab.fleet_experiments e WHERE e.server = m.name) AS experiments
+  FROM storlab.fleet_members m;
+COMMENT ON VIEW storlab.fleet_servers IS 'The fleet''s servers: identity, versions, the last sync and its error, and how many of each result this collector holds';
+
+------------------------------------------------------------------------
+-- 3. Adding, reading and removing servers.
+
+-- The schema (and foreign server) of a member.
+CREATE FUNCTION storlab.fleet_schema(server text) RETURNS name
+  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  RETURN ('storlab_fleet_' OPERATOR(pg_catalog.||) server)::pg_catalog.name;
+
+-- Connects to a member and (re)imports its foreign tables when its storlab
+-- version changed: the catalog views every server has (its extensions, its
+-- sessions, its settings), then storlab's tables as that version has them.
+-- Refuses a server without storlab (42704), or whose storlab the collector
+-- cannot read (0A000). Runs as storlab's owner, whose user mapping holds
+-- the credentials.
+CREATE FUNCTION storlab.fleet_connect(server text) RETURNS timestamptz
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  sch name := storlab.fleet_schema(server);
+  mine text := (SELECT extversion FROM pg_extension WHERE extname = 'storlab');
+  dbname text := (SELECT o.option_value FROM pg_foreign_server s, pg_options_to_table(s.srvoptions) o
+                   WHERE s.srvname = storlab.fleet_schema(server) AND o.option_name = 'dbname');
+  theirs text;
+  horizon timestamptz;
+  n record;
+  t name;
+BEGIN
+  IF pg_catalog.to_regclass(format('%I.remote_extension', sch)) IS NULL THEN
+    EXECUTE format('CREATE FOREIGN TABLE %I.remote_extension (extname name, extversion text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                   sch, sch, 'pg_catalog', 'pg_extension');
+    EXECUTE format('CREATE FOREIGN TABLE %I.remote_activity (datname name, xact_start timestamptz) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                   sch, sch, 'pg_catalog', 'pg_stat_activity');
+    EXECUTE format('CREATE FOREIGN TABLE %I.remote_settings (name text, setting text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                   sch, sch, 'pg_catalog', 'pg_settings');
+  END IF;
+  -- The first query on the member connects, and begins the member's
+  -- transaction (REPEATABLE READ: every table read in one snapshot). The
+  -- start of the oldest transaction open in the database then (ours among
+  -- them) is the sync's horizon: rows a transaction still open would write
+  -- bear a later stamp, and the next sync reads from there again.
+  -- (Needs pg_read_all_stats there, in pg_monitor: other roles' sessions
+  -- show no xact_start without it.)
+  EXECUTE format('SELECT min(xact_start) FROM %I.remote_activity WHERE datname = $1', sch) INTO horizon USING dbname;
+  EXECUTE format('SELECT (SELECT extversion FROM %I.remote_extension WHERE extname = %L)', sch, 'storlab') INTO theirs;
+  IF theirs IS NULL THEN
+    RAISE EXCEPTION 'fleet server "%" has no storlab extension in database "%"', server, dbname
+      USING ERRCODE = '42704',
+            HINT = 'Install it there (CREATE EXTENSION storlab), or point the server at the database that has it.';
+  END IF;
+  PERFORM storlab.fleet_check_version(theirs, mine);
+  IF theirs IS DISTINCT FROM (SELECT m.storlab_version FROM storlab.fleet_members m WHERE m.name = server) THEN
+    FOR t IN SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+              WHERE s.nspname = sch AND c.relkind = 'f'
+                AND c.relname NOT IN ('remote_extension', 'remote_activity', 'remote_settings') LOOP
+      EXECUTE format('DROP FOREIGN TABLE %I.%I', sch, t);
+    END LOOP;
+    -- (a table that version lacks is simply not imported)
+    EXECUTE format('IMPORT FOREIGN SCHEMA storlab LIMIT TO (node, probes, baselines, baseline_probes, bench_runs, experiments) FROM SERVER %I INTO %I',
+                   sch, sch);
+  END IF;
+  IF pg_catalog.to_regclass(format('%I.node', sch)) IS NOT NULL THEN
+    EXECUTE format('SELECT node_id, system_identifier, hostname FROM %I.node', sch) INTO n;
+  ELSE
+    SELECT NULL::uuid AS node_id, NULL::bigint AS system_identifier, NULL::text AS hostname INTO n;
+  END IF;
+  UPDATE storlab.fleet_members m
+     SET storlab_version = theirs, node_id = n.node_id,
+         system_identifier = coalesce(n.system_identifier, m.system_identifier),
+         hostname = coalesce(n.hostname, m.hostname)
+   WHERE m.name = server;
+  EXECUTE format('UPDATE storlab.fleet_members SET server_version = (SELECT setting FROM %I.remote_settings WHERE name = %L) WHERE name = $1',
+                 sch, 'server_version') USING server;
+  IF n.node_id IS NOT NULL THEN
+    -- its own node is shown under it, whoever delivered that node's rows first
+    INSERT INTO storlab.fleet_nodes AS f (node_id, server, own) VALUES (n.node_id, server, true)
+      ON CONFLICT (node_id) DO UPDATE SET server = EXCLUDED.server, own = true
+       WHERE f.server IS DISTINCT FROM EXCLUDED.server OR NOT f.own;
+    IF FOUND THEN
+      UPDATE storlab.fleet_probes SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_probes.server <> fleet_connect.server;
+      UPDATE storlab.fleet_baselines SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_baselines.server <> fleet_connect.server;
+      UPDATE storlab.fleet_baseline_probes SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_baseline_probes.server <> fleet_connect.server;
+      UPDATE storlab.fleet_bench_runs SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_bench_runs.server <> fleet_connect.server;
+      UPDATE storlab.fleet_experiments SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_experiments.server <> fleet_connect.server;
+    END IF;
+  END IF;
+  RETURN horizon;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_connect(text) FROM PUBLIC;
+
+-- Copies one table of a member (its foreign table in the member's schema)
+-- into the collector's copy: rows with an id above the mark, or stamped at
+-- or after the last horizon, and for rows that change (runs, experiments)
+-- those not finished in the copy. A new row is inserted; a changed one
+-- updated; an unchanged one left alone. Returns how many rows were copied,
+-- or NULL when the member's storlab has no such table. Only the columns
+-- both sides have are read: a member on an older storlab has fewer, and the
+-- rest stay NULL. baseline_probes follow their baselines (call it before
+-- 'baselines', whose mark it reads).
+CREATE FUNCTION storlab.fleet_copy(server text, source text, horizon timestamptz) RETURNS bigint
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  sch name := storlab.fleet_schema(server);
+  target name := ('fleet_' OPERATOR(pg_catalog.||) source)::name;
+  remote regclass;
+  stamps text[] := CASE source WHEN 'probes' THEN '{started_at}'
+                               WHEN 'baselines' THEN '{taken_at}'
+                               WHEN 'bench_runs' THEN '{started_at,finished_at}'
+                               WHEN 'experiments' THEN '{created_at,finished_at}' END;
+  changing boolean := source IN ('bench_runs', 'experiments');
+  cols text[];
+  node_expr text;
+  mark record;
+  top bigint;
+  copied bigint;
+  unfinished bigint[];
+BEGIN
+  remote := pg_catalog.to_regclass(format('%I.%I', sch, source));
+  IF remote IS NULL THEN
+    RETURN NULL;
+  END IF;
+  SELECT array_agg(l.attname::text ORDER BY l.attnum) INTO cols
+    FROM pg_attribute l
+    JOIN pg_attribute r ON r.attrelid = remote AND r.attname = l.attname AND r.attnum > 0 AND NOT r.attisdropped
+   WHERE l.attrelid = format('storlab.%I', target)::regclass AND l.attnum > 0 AND NOT l.attisdropped
+     AND l.attname NOT IN ('node_id', 'server', 'synced_at');
+  node_expr := CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = remote AND a.attname = 'node_id' AND NOT a.attisdropped)
+                    THEN 'coalesce(r.node_id, storlab.fleet_legacy_node(r.system_identifier))'
+                    ELSE 'storlab.fleet_legacy_node(r.system_identifier)' END;
+
+  IF source = 'baseline_probes' THEN
+    -- the probes of the baselines copied by this sync (their node is the
+    -- baseline's); read with the baselines' mark before it moves on
+    node_expr := CASE WHEN EXISTS (SELECT FROM pg_attribute a
+                                    WHERE a.attrelid = pg_catalog.to_regclass(format('%I.baselines', sch))
+                                      AND a.attname = 'node_id' AND NOT a.attisdropped)
+                      THEN 'coalesce(r.node_id, storlab.fleet_legacy_node(r.system_identifier))'
+                      ELSE 'storlab.fleet_legacy_node(r.system_identifier)' END;
+    SELECT m.last_id, m.horizon AS since INTO mark FROM storlab.fleet_marks m
+     WHERE m.server = fleet_copy.server AND m.table_name = 'baselines';
+    EXECUTE format($q$
+      WITH ins AS (
+        INSERT INTO storlab.fleet_baseline_probes AS t (baseline_id, probe_id, repetition, node_id, server)
+        SELECT bp.baseline_id, bp.probe_id, bp.repetition, r.node_id,
+               coalesce((SELECT f.server FROM storlab.fleet_nodes f WHERE f.node_id = r.node_id), $3)
+          FROM %1$I.baseline_probes bp
+          JOIN (SELECT r.id, %2$s AS node_id FROM %1$I.baselines r WHERE r.id > $1 OR r.taken_at >= $2) r
+            ON r.id = bp.baseline_id
+        ON CONFLICT DO NOTHING
+        RETURNING 1)
+      SELECT count(*) FROM ins$q$, sch, node_expr)
+      INTO copied USING coalesce(mark.last_id, 0), mark.since, server;
+    RETURN copied;
+  END IF;
+
+  INSERT INTO storlab.fleet_marks AS m (server, table_name) VALUES (fleet_copy.server, source)
+    ON CONFLICT DO NOTHING;
+  SELECT m.last_id, m.horizon AS since INTO mark FROM storlab.fleet_marks m
+   WHERE m.server = fleet_copy.server AND m.table_name = source FOR UPDATE;
+  EXECUTE format('SELECT max(id) FROM %I.%I', sch, source) INTO top;
+  IF changing THEN
+    EXECUTE format('SELECT array_agg(t.id) FROM storlab.%I t WHERE t.server = $1 AND t.finished_at IS NULL', target)
+      INTO unfinished USING server;
+  END IF;
+  EXECUTE format($q$
+    WITH r AS (
+      SELECT %9$s, %2$s AS node_id FROM %3$I.%4$I r
+       WHERE r.id > $1 %5$s %6$s),
+    ins AS (
+      INSERT INTO storlab.%7$I AS t (%1$s, node_id, server)
+      SELECT %1$s, r.node_id, coalesce((SELECT f.server FROM storlab.fleet_nodes f WHERE f.node_id = r.node_id), $3)
+        FROM r
+      ON CONFLICT (node_id, id) DO %8$s
+      RETURNING t.node_id, t.server),
+    nodes AS (
+      INSERT INTO storlab.fleet_nodes (node_id, server)
+      SELECT DISTINCT ins.node_id, ins.server FROM ins
+      ON CONFLICT DO NOTHING)
+    SELECT count(*) FROM ins$q$,
+    (SELECT string_agg(format('%I', c), ', ') FROM unnest(cols) c),
+    node_expr, sch, source,
+    (SELECT string_agg(format('OR r.%I >= $2', s), ' ') FROM unnest(stamps) s),
+    CASE WHEN changing THEN 'OR r.id = ANY ($4)' ELSE '' END,
+    target,
+    CASE WHEN changing
+         THEN format('UPDATE SET (%s, synced_at) = ROW(%s, pg_catalog.clock_timestamp()) WHERE (%s) IS DISTINCT FROM (%s)',
+                     (SELECT string_agg(format('%I', c), ', ') FROM unnest(cols) c),
+                     (SELECT string_agg(format('EXCLUDED.%I', c), ', ') FROM unnest(cols) c),
+                     (SELECT string_agg(format('t.%I', c), ', ') FROM unnest(cols) c),
+                     (SELECT string_agg(format('EXCLUDED.%I', c), ', ') FROM unnest(cols) c))
+         ELSE 'NOTHING' END,
+    (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(cols) c))
+    INTO copied USING coalesce(mark.last_id, 0), mark.since, server, coalesce(unfinished, '{}');
+  UPDATE storlab.fleet_marks m
+     SET last_id = greatest(m.last_id, coalesce(top, 0)), horizon = fleet_copy.horizon
+   WHERE m.server = fleet_copy.server AND m.table_name = source;
+  RETURN copied;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_copy(text, text, timestamptz) FROM PUBLIC;
+
+-- Copies the new and changed results of one member, or of all of them.
+-- Each member is copied whole or not at all (a subtransaction): one that is
+-- down, refuses the connection or fails half-way gives one row with its
+-- error, and the others go on. A cancel or statement_timeout stops the
+-- whole call, and nothing of it stays.
+CREATE FUNCTION storlab.fleet_sync(name text DEFAULT NULL)
+RETURNS TABLE (server text, table_name text, rows_copied bigint, error text)
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  member text;
+  horizon timestamptz;
+  tables text[];
+  counts bigint[];
+  t text;
+  n bigint;
+  msg text;
+  detail text;
+  state text;
+BEGIN
+  IF fleet_sync.name IS NOT NULL
+     AND NOT EXISTS (SELECT FROM storlab.fleet_members f WHERE f.name = fleet_sync.name) THEN
+    RAISE EXCEPTION 'fleet server "%" does not exist', fleet_sync.name
+      USING ERRCODE = '42704', HINT = 'storlab.fleet_servers lists the fleet; storlab.fleet_add() adds a server.';
+  END IF;
+  FOR member IN SELECT f.name FROM storlab.fleet_members f
+                 WHERE fleet_sync.name IS NULL OR f.name = fleet_sync.name ORDER BY f.name LOOP
+    tables := '{}';
+    counts := '{}';
+    UPDATE storlab.fleet_members f SET last_attempt = pg_catalog.clock_timestamp() WHERE f.name = member;
+    BEGIN
+      horizon := storlab.fleet_connect(member);
+      FOREACH t IN ARRAY ARRAY['probes', 'baseline_probes', 'baselines', 'bench_runs', 'experiments'] LOOP
+        n := storlab.fleet_copy(member, t, horizon);
+        IF n IS NOT NULL THEN
+          tables := tables || t;
+          counts := counts || n;
+        END IF;
+      END LOOP;
+      UPDATE storlab.fleet_members f SET last_sync = pg_catalog.clock_timestamp(), last_error = NULL
+       WHERE f.name = member;
+    EXCEPTION WHEN OTHERS THEN
+      -- (a cancel is no OTHERS: it ends the whole call)
+      GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL, state = RETURNED_SQLSTATE;
+      msg := msg || coalesce(': ' || nullif(detail, ''), '') || ' (SQLSTATE ' || state || ')';
+      UPDATE storlab.fleet_members f SET last_error = msg WHERE f.name = member;
+      server := member;
+      table_name := NULL;
+      rows_copied := 0;
+      error := msg;
+      RETURN NEXT;
+      CONTINUE;
+    END;
+    FOR i IN 1 .. pg_catalog.cardinality(tables) LOOP
+      server := member;
+      table_name := tables[i];
+      rows_copied := counts[i];
+      error := NULL;
+      RETURN NEXT;
+    END LOOP;
+  END LOOP;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_sync(text) FROM PUBLIC;
+COMMENT ON FUNCTION storlab.fleet_sync(text) IS 'Copies the new and changed results of one fleet server, or of all: a row per server and table, or one row with the error of a server that could not be read';
+
+-- Superusers only: a fleet server is a foreign server with a user mapping
+-- that holds the credentials to reach it.
+CREATE FUNCTION storlab.fleet_check_superuser(what text) RETURNS void
+  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user), false) THEN
+    RAISE EXCEPTION 'only a superuser may % storlab''s fleet', what
+      USING ERRCODE = '42501',
+            DETAIL = 'A fleet server is a foreign server of postgres_fdw, with a user mapping that holds the credentials to reach it.';
+  END IF;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_check_superuser(text) FROM PUBLIC;
+
+-- Adds a server to the fleet: a foreign server and a user mapping (for
+-- storlab's owner, who syncs), a schema of foreign tables, and a first
+-- contact, so that a server that cannot be reached, or has no storlab, or
+-- one this collector cannot read, is refused now with nothing left behind.
+-- Returns the server's node_id (NULL for storlab older than 0.8.0 there).
+CREATE FUNCTION storlab.fleet_add(name text, conninfo text) RETURNS uuid
+  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  sch name;
+  owner name := (SELECT r.rolname FROM pg_extension e JOIN pg_roles r ON r.oid = e.extowner WHERE e.extname = 'storlab');
+  server_options text;
+  mapping_options text;
+  msg text;
+  detail text;
+  hint text;
+  state text;
+BEGIN
+  IF fleet_add.name IS NULL OR fleet_add.conninfo IS NULL THEN
+    RAISE EXCEPTION 'name and conninfo must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  PERFORM storlab.fleet_check_superuser('add a server to');
+  PERFORM storlab.fleet_check_name(fleet_add.name);
+  IF EXISTS (SELECT FROM storlab.fleet_members m WHERE m.name = fleet_add.name) THEN
+    RAISE EXCEPTION 'fleet server "%" already exists', fleet_add.name
+      USING ERRCODE = '42710', HINT = 'storlab.fleet_remove() removes it; its results can be kept.';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_extension e WHERE e.extname = 'postgres_fdw') THEN
+    RAISE EXCEPTION 'storlab''s fleet reads its servers through postgres_fdw, which is not installed in this database'
+      USING ERRCODE = '55000', HINT = 'CREATE EXTENSION postgres_fdw;';
+  END IF;
+  sch := storlab.fleet_schema(fleet_add.name);
+  IF EXISTS (SELECT FROM pg_foreign_server s WHERE s.srvname = sch)
+     OR EXISTS (SELECT FROM pg_namespace n WHERE n.nspname = sch) THEN
+    RAISE EXCEPTION 'a foreign server or schema named % already exists', sch
+      USING ERRCODE = '42710', HINT = 'storlab names a fleet server''s foreign server and schema storlab_fleet_<name>: choose another name, or drop them.';
+  END IF;
+  SELECT string_agg(format('%I %L', o.keyword, o.value), ', ') FILTER (WHERE o.context = 'server'),
+         string_agg(format('%I %L', o.keyword, o.value), ', ') FILTER (WHERE o.context = 'mapping')
+    INTO server_options, mapping_options
+    FROM storlab.fleet_conninfo_options(fleet_add.conninfo) o;
+  -- The statements carry the credentials: an error in them is raised again
+  -- without the statement's text, which PL/pgSQL would otherwise show.
+  BEGIN
+    EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER postgres_fdw OPTIONS (%s)', sch, server_options);
+    EXECUTE format('CREATE USER MAPPING FOR %I SERVER %I', owner, sch)
+            || coalesce(' OPTIONS (' || mapping_options || ')', '');
+  EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT, state = RETURNED_SQLSTATE;
+    RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, HINT = hint, ERRCODE = state;
+  END;
+  EXECUTE format('CREATE SCHEMA %I AUTHORIZATION %I', sch, owner);
+  INSERT INTO storlab.fleet_members (name, conninfo)
+    VALUES (fleet_add.name, storlab.fleet_conninfo_shown(fleet_add.conninfo));
+  PERFORM storlab.fleet_connect(fleet_add.name);
+  RETURN (SELECT m.node_id FROM storlab.fleet_members m WHERE m.name = fleet_add.name);
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_add(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION storlab.fleet_add(text, text) IS 'Adds a server to this collector''s fleet (superusers): a postgres_fdw foreign server, a user mapping and a schema storlab_fleet_<name>; returns the server''s node_id';
+
+-- Removes a server from the fleet: its foreign server, user mapping and
+-- schema; its copied results stay (under its name) unless keep_results is
+-- false.
+CREATE FUNCTION storlab.fleet_remove(name text, keep_results boolean DEFAULT true) RETURNS void
+  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET client_min_messages = warning AS $$
+DECLARE
+  sch name;
+BEGIN
+  IF fleet_remove.name IS NULL OR keep_results IS NULL THEN
+    RAISE EXCEPTION 'name and keep_results must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  PERFORM storlab.fleet_check_superuser('remove a server from');
+  IF NOT EXISTS (SELECT FROM storlab.fleet_members m WHERE m.name = fleet_remove.name) THEN
+    RAISE EXCEPTION 'fleet server "%" does not exist', fleet_remove.name
+      USING ERRCODE = '42704', HINT = 'storlab.fleet_servers lists the fleet.';
+  END IF;
+  sch := storlab.fleet_schema(fleet_remove.name);
+  EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE', sch);
+  EXECUTE format('DROP SERVER IF EXISTS %I CASCADE', sch);
+  IF NOT keep_results THEN
+    DELETE FROM storlab.fleet_baseline_probes t WHERE t.server = fleet_remove.name;
+    DELETE FROM storlab.fleet_baselines t WHERE t.server = fleet_remove.name;
+    DELETE FROM storlab.fleet_probes t WHERE t.server = fleet_remove.name;
+    DELETE FROM storlab.fleet_bench_runs t WHERE t.server = fleet_remove.name;
+    DELETE FROM storlab.fleet_experiments t WHERE t.server = fleet_remove.name;
+    DELETE FROM storlab.fleet_nodes t WHERE t.server = fleet_remove.name;
+  END IF;
+  DELETE FROM storlab.fleet_members m WHERE m.name = fleet_remove.name;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_remove(text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION storlab.fleet_remove(text, boolean) IS 'Removes a server from the fleet (superusers): its foreign server, mapping and schema; its copied results stay unless keep_results is false';
+
+-- Reading: the fleet's results for pg_monitor, as storlab's own are.
+GRANT SELECT ON storlab.node, storlab.nodes, storlab.fleet_servers, storlab.fleet_members, storlab.fleet_nodes,
+                storlab.fleet_probes, storlab.fleet_baselines, storlab.fleet_baseline_probes,
+                storlab.fleet_bench_runs, storlab.fleet_experiments TO pg_monitor;

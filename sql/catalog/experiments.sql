@@ -59,6 +59,8 @@ ALTER TABLE storlab.bench_runs
 -- before 18, *_bytes from 18 on). Rows where nothing moved are left out.
 ALTER TABLE storlab.bench_runs
   ADD COLUMN server_io jsonb;
+-- the server that ran it (storlab.node_id(), sql/catalog/fleet.sql); NULL: before 0.8.0
+ALTER TABLE storlab.bench_runs ADD COLUMN node_id uuid;
 CREATE INDEX bench_runs_experiment_id_idx ON storlab.bench_runs (experiment_id) WHERE experiment_id IS NOT NULL;
 
 SELECT pg_catalog.pg_extension_config_dump('storlab.experiment_records', '');

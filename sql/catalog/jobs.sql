@@ -75,8 +75,7 @@ CREATE TABLE storlab.bench_runs (
     experiment_id           bigint,
     experiment_layout       text,
     repetition              integer,
-    warmup                  boolean NOT NULL DEFAULT false,
-    node_id                 uuid      -- the server that ran it (storlab.node_id()); NULL: before 0.8.0
+    warmup                  boolean NOT NULL DEFAULT false
 );
 
 -- One row per second of a run, from pgbench's transaction log; the first and
