@@ -1154,6 +1154,8 @@ BEGIN
     RAISE EXCEPTION 'a foreign server or schema named % already exists', sch
       USING ERRCODE = '42710', HINT = 'storlab names a fleet server''s foreign server and schema storlab_fleet_<name>: choose another name, or drop them.';
   END IF;
+  -- (refused here, in a statement short enough to read in the error's context)
+  PERFORM storlab.fleet_conninfo_shown(fleet_add.conninfo);
   SELECT string_agg(format('%I %L', o.keyword, o.value), ', ') FILTER (WHERE o.context = 'server'),
          string_agg(format('%I %L', o.keyword, o.value), ', ') FILTER (WHERE o.context = 'mapping')
     INTO server_options, mapping_options
