@@ -1,0 +1,203 @@
+-- The fleet: a collector (this database) reads other servers' results
+-- through postgres_fdw. Here the servers are two databases of the lab of
+-- their own. Only a superuser adds or removes a server, whatever EXECUTE
+-- was granted; a password given in a conninfo is never shown; NULLs and bad
+-- names are refused before anything is made; a sync is whole per server
+-- (a cancel undoes the whole call, nothing half-copied); two syncs at once
+-- copy each row once; a caller's search_path decides nothing.
+--
+-- It makes its databases, roles and fleet servers, and removes them at its
+-- end (and at its start, what an interrupted run left).
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS dblink;
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+DO $$ BEGIN
+  IF EXISTS (SELECT FROM storlab.fleet_members WHERE name LIKE 'tap\_%') THEN
+    PERFORM storlab.fleet_remove(name, keep_results => false) FROM storlab.fleet_members WHERE name LIKE 'tap\_%';
+  END IF;
+END $$;
+DO $$ BEGIN
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_fleet_reader') THEN
+    EXECUTE 'DROP OWNED BY tap_fleet_reader CASCADE';
+    DROP ROLE tap_fleet_reader;
+  END IF;
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_fleet_nobody') THEN
+    EXECUTE 'DROP OWNED BY tap_fleet_nobody CASCADE';
+    DROP ROLE tap_fleet_nobody;
+  END IF;
+END $$;
+DROP SCHEMA IF EXISTS tap_fleet_evil CASCADE;
+DROP DATABASE IF EXISTS storlab_tap_fleet_a WITH (FORCE);
+DROP DATABASE IF EXISTS storlab_tap_fleet_b WITH (FORCE);
+RESET client_min_messages;
+SELECT plan(43);
+\ir lib/probe_helpers.sql
+
+SELECT split_part(current_setting('unix_socket_directories'), ',', 1) AS sock, current_setting('port') AS port \gset
+SELECT format('host=%s port=%s dbname=%s user=%s', :'sock', :'port', current_database(), current_user) AS here \gset
+CREATE DATABASE storlab_tap_fleet_a;
+CREATE DATABASE storlab_tap_fleet_b;
+SELECT format('host=%s port=%s dbname=storlab_tap_fleet_a', :'sock', :'port') AS conn_a \gset
+SELECT format('host=%s port=%s dbname=storlab_tap_fleet_b', :'sock', :'port') AS conn_b \gset
+SELECT dblink_connect('a', :'conn_a');
+SELECT dblink_connect('b', :'conn_b');
+SELECT dblink_exec(c, 'SET client_min_messages = warning') FROM unnest(ARRAY['a', 'b']) c;
+SELECT dblink_exec(c, 'CREATE EXTENSION storlab') FROM unnest(ARRAY['a', 'b']) c;
+-- on each: a baseline (the standard suite twice, on lab_ram), and five
+-- more probes on a, three on b
+SELECT dblink_exec(c, $$SET storlab.suite_file_size = '4MB'$$) FROM unnest(ARRAY['a', 'b']) c;
+SELECT count(*) FROM unnest(ARRAY['a', 'b']) c, LATERAL dblink(c, $$SELECT storlab.baseline('tap', '{lab_ram}', '50 ms', 2)$$) AS t(id bigint);
+SELECT count(*) FROM dblink('a', $$SELECT (storlab.probe('lab_ram', 'randread', duration => '50 ms', file_size => 1048576, direct => false)).id
+                                   FROM generate_series(1, 5)$$) AS t(id bigint);
+SELECT count(*) FROM dblink('b', $$SELECT (storlab.probe('lab_ram', 'randread', duration => '50 ms', file_size => 1048576, direct => false)).id
+                                   FROM generate_series(1, 3)$$) AS t(id bigint);
+
+-- 1. Identity: each database's storlab is a node of its own, and its rows name it.
+SELECT isnt((SELECT n FROM dblink('a', 'SELECT node_id FROM storlab.node') AS t(n uuid)),
+            (SELECT n FROM dblink('b', 'SELECT node_id FROM storlab.node') AS t(n uuid)),
+            'two databases are two nodes');
+SELECT is((SELECT n FROM dblink('a', 'SELECT count(*) FROM storlab.probes WHERE node_id = (SELECT node_id FROM storlab.node)') AS t(n bigint)),
+          17::bigint, 'every probe names the node that measured it');
+SELECT is(storlab.node_id(), storlab.node_id(), 'node_id() is stable within a database');
+SELECT is((SELECT count(*) FROM storlab.nodes), 1::bigint, 'one node per database and place');
+
+-- 2. Bad input, refused before anything is made.
+SELECT throws_ok($$SELECT storlab.fleet_add(NULL, 'dbname=x')$$, '22004', NULL, 'fleet_add with a NULL name: 22004');
+SELECT throws_ok($$SELECT storlab.fleet_add('tap_x', NULL)$$, '22004', NULL, 'fleet_add with a NULL conninfo: 22004');
+SELECT throws_ok($$SELECT storlab.fleet_add('Tap X', 'dbname=x')$$, '22023', NULL, 'a name that is no lower-case identifier: 22023');
+SELECT throws_ok($$SELECT storlab.fleet_add('tap_x', 'host=h')$$, '22023', NULL, 'a conninfo without dbname: 22023');
+SELECT throws_ok($$SELECT storlab.fleet_add('tap_x', 'postgresql://u:pw@h/db')$$, '22023', NULL, 'a URI: 22023');
+SELECT throws_ok($$SELECT storlab.fleet_add('tap_x', 'dbname=x replication=database')$$, '22023', NULL, 'a replication connection: 22023');
+SELECT throws_ok($$SELECT storlab.fleet_remove(NULL)$$, '22004', NULL, 'fleet_remove with a NULL name: 22004');
+SELECT throws_ok($$SELECT storlab.fleet_remove('tap_nosuch')$$, '42704', NULL, 'fleet_remove of an unknown server: 42704');
+SELECT throws_ok($$SELECT * FROM storlab.fleet_sync('tap_nosuch')$$, '42704', NULL, 'fleet_sync of an unknown server: 42704');
+SELECT throws_ok($$SELECT * FROM storlab.compare_servers(NULL, 'x')$$, '22004', NULL, 'compare_servers with a NULL server: 22004');
+SELECT throws_ok($$SELECT * FROM storlab.compare_fleet(servers => '{}')$$, '22023', NULL, 'compare_fleet of no server: 22023');
+SELECT throws_ok($$SELECT * FROM storlab.compare_fleet(servers => ARRAY[NULL])$$, '22023', NULL, 'compare_fleet of a NULL server: 22023');
+
+-- 3. A password is never shown: not by the servers' view, not in the
+-- error of a server that cannot be reached (port 1), not in its context.
+CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE m text; d text; h text; c text; s text;
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT, c = PG_EXCEPTION_CONTEXT, s = RETURNED_SQLSTATE;
+  -- storlab's part of the context: the last lines are this function's own
+  -- EXECUTE of the call, whose text has the password the caller typed
+  c := regexp_replace(c, E'\nSQL statement "SELECT storlab\\.fleet_add\\(.*$', '', 's');
+  RETURN s || ' ' || concat_ws(' | ', m, d, h, c);
+END $$;
+SELECT format('host=%s port=1 dbname=x user=collector password=s3cret-canary', :'sock') AS unreachable \gset
+SELECT pg_temp.error_of(format('SELECT storlab.fleet_add(%L, %L)', 'tap_down', :'unreachable')) AS down_error \gset
+SELECT alike(:'down_error'::text, '08001 %', 'a server that cannot be reached: 08001');
+SELECT unalike(:'down_error'::text, '%s3cret%', 'its error, detail and context do not show the password');
+SELECT is((SELECT count(*) FROM pg_foreign_server WHERE srvname = 'storlab_fleet_tap_down')
+          + (SELECT count(*) FROM pg_namespace WHERE nspname = 'storlab_fleet_tap_down')
+          + (SELECT count(*) FROM storlab.fleet_members WHERE name = 'tap_down'), 0::bigint,
+          'and it leaves no foreign server, schema or member behind');
+SELECT is(pg_temp.error_of(format('SELECT storlab.fleet_add(%L, %L)', 'tap_bad', 'dbname=x password=s3cret-canary nonsense'))
+            ~ 's3cret', false, 'a malformed conninfo''s error does not show the password either');
+
+-- 4. Adding and syncing (the password of a mapping is kept, never shown).
+SELECT ok(storlab.fleet_add('tap_a', :'conn_a' || ' password=s3cret-canary') IS NOT NULL, 'fleet_add returns the server''s node_id');
+SELECT ok(storlab.fleet_add('tap_b', :'conn_b') IS NOT NULL, 'a second server');
+SELECT is((SELECT count(*) FROM storlab.fleet_servers WHERE name LIKE 'tap\_%' AND conninfo ~ 's3cret'), 0::bigint,
+          'fleet_servers shows the conninfo without its password');
+SELECT throws_ok(format('SELECT storlab.fleet_add(%L, %L)', 'tap_a', :'conn_a'), '42710', NULL, 'a name already in the fleet: 42710');
+SELECT is((SELECT array_agg(server || ':' || table_name || ':' || rows_copied ORDER BY server, table_name)
+             FROM storlab.fleet_sync() WHERE server LIKE 'tap\_%' AND table_name = 'probes'),
+          ARRAY['tap_a:probes:17', 'tap_b:probes:15'], 'a sync copies each server''s probes');
+SELECT is((SELECT sum(rows_copied) FROM storlab.fleet_sync() WHERE server LIKE 'tap\_%'), 0::numeric,
+          'a second sync copies nothing');
+
+-- 5. Only a superuser adds or removes servers, whatever was granted; a
+-- reader (pg_monitor) reads the copies and compares, but sees no password.
+CREATE ROLE tap_fleet_reader IN ROLE pg_monitor;
+CREATE ROLE tap_fleet_nobody;
+GRANT EXECUTE ON FUNCTION storlab.fleet_add(text, text), storlab.fleet_remove(text, boolean) TO tap_fleet_reader;
+SET ROLE tap_fleet_reader;
+SELECT throws_ok(format('SELECT storlab.fleet_add(%L, %L)', 'tap_c', :'conn_a'), '42501', NULL,
+                 'a role granted EXECUTE on fleet_add still may not add a server: 42501');
+SELECT throws_ok($$SELECT storlab.fleet_remove('tap_a')$$, '42501', NULL, 'nor remove one: 42501');
+SELECT throws_ok($$SELECT * FROM storlab.fleet_sync()$$, '42501', NULL, 'fleet_sync is not granted to pg_monitor: 42501');
+SELECT is((SELECT count(*) FROM storlab.compare_fleet(ARRAY['tap_a', 'tap_b'])), 2::bigint,
+          'pg_monitor compares the fleet');
+SELECT is((SELECT count(*) FROM pg_user_mappings WHERE srvname LIKE 'storlab_fleet_tap%' AND umoptions IS NOT NULL), 0::bigint,
+          'and sees no user mapping''s options');
+RESET ROLE;
+SET ROLE tap_fleet_nobody;
+SELECT throws_ok($$SELECT * FROM storlab.compare_fleet()$$, '42501', NULL, 'a role without pg_monitor may not compare: 42501');
+SELECT throws_ok($$SELECT count(*) FROM storlab.fleet_probes$$, '42501', NULL, 'nor read the copies: 42501');
+RESET ROLE;
+
+-- 6. A caller's search_path decides nothing: shadows of format() and
+-- md5() in a schema first on the path do not run.
+CREATE SCHEMA tap_fleet_evil;
+CREATE FUNCTION tap_fleet_evil.format(text, text) RETURNS text LANGUAGE sql AS $$ SELECT 'evil'::text $$;
+CREATE FUNCTION tap_fleet_evil.format(text, name, name) RETURNS text LANGUAGE sql AS $$ SELECT 'evil'::text $$;
+CREATE FUNCTION tap_fleet_evil.md5(text) RETURNS text LANGUAGE sql AS $$ SELECT 'evil'::text $$;
+SELECT count(*) FROM dblink('a', $$SELECT (storlab.probe('lab_ram', 'randread', duration => '50 ms', file_size => 1048576, direct => false)).id$$) AS t(id bigint);
+SET search_path = tap_fleet_evil, public, pg_catalog;
+SELECT is((SELECT sum(rows_copied) FROM storlab.fleet_sync('tap_a') WHERE error IS NULL), 1::numeric,
+          'under a hostile search_path a sync copies the new probe, and only it');
+RESET search_path;
+
+-- 7. A cancel undoes the whole call: a sync that waits for a lock on the
+-- server (its probes locked by another session) is stopped by its
+-- statement_timeout, and copies nothing.
+SELECT count(*) FROM dblink('b', $$SELECT (storlab.probe('lab_ram', 'randread', duration => '50 ms', file_size => 1048576, direct => false)).id$$) AS t(id bigint);
+SELECT dblink_connect('holder', :'conn_b');
+SELECT dblink_exec('holder', 'BEGIN');
+SELECT dblink_exec('holder', 'LOCK storlab.probes IN ACCESS EXCLUSIVE MODE');
+SELECT count(*) AS b_before FROM storlab.fleet_probes WHERE server = 'tap_b' \gset
+SELECT pg_temp.tick();
+SET statement_timeout = '2 s';
+SELECT is(pg_temp.sqlstate_of($$SELECT * FROM storlab.fleet_sync('tap_b')$$), '57014',
+          'a sync held up by the server is cancelled by its statement_timeout (57014)');
+RESET statement_timeout;
+SELECT cmp_ok(pg_temp.since_tick(), '<', 10::numeric, 'promptly');
+SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_b'), :'b_before'::bigint, 'and copies nothing');
+
+-- 8. Two syncs at once: one waits for the other, and each row is copied once.
+SELECT dblink_connect('other', :'here');
+SELECT dblink_send_query('other', $$SELECT coalesce(sum(rows_copied), 0) FROM storlab.fleet_sync('tap_b')$$);
+SELECT pg_sleep(0.5);
+SELECT dblink_connect('mine', :'here');
+SELECT dblink_send_query('mine', $$SELECT coalesce(sum(rows_copied), 0) FROM storlab.fleet_sync('tap_b')$$);
+SELECT pg_sleep(0.5);
+SELECT dblink_exec('holder', 'ROLLBACK');
+SELECT (SELECT n FROM dblink_get_result('other') AS r(n numeric)) + (SELECT n FROM dblink_get_result('mine') AS r(n numeric)) AS both_copied \gset
+SELECT is(:'both_copied'::numeric, 1::numeric, 'two syncs at once copy the new probe once between them');
+SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_b'), :'b_before'::bigint + 1, 'and it is there once');
+SELECT dblink_disconnect(c) FROM unnest(ARRAY['holder', 'other', 'mine']) c;
+
+-- 9. A server that cannot be reached any more gives an error row, the
+-- others sync, and its last_error says why.
+SELECT dblink_disconnect(c) FROM unnest(ARRAY['a', 'b']) c;
+DROP DATABASE storlab_tap_fleet_b WITH (FORCE);
+SELECT is((SELECT count(*) FROM storlab.fleet_sync() WHERE server = 'tap_b' AND error IS NOT NULL AND table_name IS NULL), 1::bigint,
+          'a server gone gives one row with its error');
+SELECT is((SELECT count(*) FROM storlab.fleet_sync() WHERE server = 'tap_a' AND error IS NULL), 5::bigint,
+          'while the others sync');
+SELECT ok((SELECT last_error FROM storlab.fleet_servers WHERE name = 'tap_b') ~ 'storlab_tap_fleet_b', 'fleet_servers says why');
+
+-- 10. Removed, with or without its results.
+SELECT storlab.fleet_remove('tap_b');
+SELECT storlab.fleet_remove('tap_a', keep_results => false);
+SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_b') > 0
+          AND (SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_a') = 0, true,
+          'a removed server''s copies stay unless keep_results is false');
+
+SELECT * FROM finish();
+SET client_min_messages = warning;
+DELETE FROM storlab.fleet_probes WHERE server LIKE 'tap\_%';
+DELETE FROM storlab.fleet_nodes WHERE server LIKE 'tap\_%';
+DROP SCHEMA tap_fleet_evil CASCADE;
+DROP OWNED BY tap_fleet_reader CASCADE;
+DROP ROLE tap_fleet_reader;
+DROP ROLE tap_fleet_nobody;
+DROP DATABASE storlab_tap_fleet_a WITH (FORCE);
