@@ -76,7 +76,8 @@ test-fast:
 # standard suite with and without precision_pct, regressions() on unchanged
 # storage, the benchmark harness against bare pgbench, what the
 # experiments' alternating order buys over a fixed one, and the readers and
-# the update over years of stored results (about 110 minutes).
+# the update over years of stored results, and a collector's readers over
+# 50 servers' results (about 110 minutes).
 bench: deps install lab
 	bench/probe_vs_fio
 	bench/suite_precision
@@ -86,6 +87,7 @@ bench: deps install lab
 	bench/scale --small --keep --db storlab_scale_small
 	bench/scale
 	bench/upgrade_scale --source storlab_scale_small --drop-source
+	bench/fleet_scale
 
 # Release build, the storage-bound studies lab, then the five classic
 # studies (studies/, about 80 minutes), the power of an experiment there:

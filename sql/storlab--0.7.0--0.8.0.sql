@@ -808,10 +808,11 @@ ALTER TABLE storlab.fleet_experiments
   ADD COLUMN server text NOT NULL,
   ADD COLUMN synced_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
   ADD PRIMARY KEY (node_id, id);
--- the newest standard-suite figures of each server and tablespace
--- (compare_fleet, compare_servers), and a server's rows
-CREATE INDEX fleet_probes_suite ON storlab.fleet_probes (server, tablespace, workload, iodepth, started_at DESC)
-  WHERE suite = 'standard' AND ops > 0 AND workers = 1;
+-- the newest standard-suite figure of each server, tablespace and
+-- workload (chart_svg('fleet'), a walk of core/src/newest.rs), and a
+-- server's rows
+CREATE INDEX fleet_probes_suite ON storlab.fleet_probes (server, tablespace, workload, started_at DESC)
+  WHERE suite = 'standard' AND ops > 0 AND workers = 1 AND iodepth = 1;
 CREATE INDEX fleet_probes_server ON storlab.fleet_probes (server);
 CREATE INDEX fleet_baselines_label ON storlab.fleet_baselines (server, label);
 CREATE INDEX fleet_bench_runs_server ON storlab.fleet_bench_runs (server, script);

@@ -10,13 +10,14 @@ use crate::ops::error::{invalid, required, Error, OrRaise, Raise, SqlState};
 use storlab_core::chart::{self, data};
 
 /// The kinds, and whether each takes an id.
-const KINDS: [(&str, bool); 6] = [
+const KINDS: [(&str, bool); 7] = [
     ("experiment", true),
     ("run", true),
     ("probe", true),
     ("profile", false),
     ("depths", false),
     ("tablespaces", false),
+    ("fleet", false),
 ];
 
 #[pg_extern(stable, parallel_safe)]
@@ -71,6 +72,10 @@ fn chart_svg(
         "depths" => chart::depths(
             title.as_deref().unwrap_or(data::DEPTHS_TITLE),
             &data::curves(&stored::by_depth(), data::DEPTHS_MORE_THAN),
+        ),
+        "fleet" => chart::tablespaces(
+            title.as_deref().unwrap_or(data::FLEET_TITLE),
+            &data::tablespace_figures(&stored::fleet_suite_figures()),
         ),
         _ => chart::tablespaces(
             title.as_deref().unwrap_or(data::TABLESPACES_TITLE),

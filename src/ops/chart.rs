@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::report::experiment_report;
 use super::suite::{newest_depth_probes, newest_suite_probes};
+use storlab_core::newest::NewestPerGroup;
 use storlab_core::chart::data::{CurvePoint, ProbeHead, RunHead, SuiteFigure};
 use storlab_core::chart::{ExperimentBar, ProgressPoint};
 use storlab_core::report::latency;
@@ -180,5 +181,39 @@ pub fn suite_figures() -> Vec<SuiteFigure> {
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
     .map_err(spi("reading the probes"))
+    .or_raise()
+}
+
+/// The newest 1-worker standard-suite probes of every fleet server's
+/// tablespaces (storlab.fleet_probes, copied by fleet_sync), each named
+/// "server/tablespace". Through the index fleet_probes_suite.
+pub fn fleet_suite_figures() -> Vec<SuiteFigure> {
+    let newest = NewestPerGroup {
+        table: "storlab.fleet_probes",
+        groups: &["server", "tablespace", "workload"],
+        filter: "suite = 'standard' AND ops > 0 AND workers = 1 AND iodepth = 1",
+        newest_first: "started_at DESC, id DESC",
+        per_group: "1",
+    }
+    .sql();
+    Spi::connect(|c| {
+        c.select(
+            &format!(
+                "SELECT server || '/' || tablespace, workload, lat_p99_us, mib_s FROM ({newest}) newest"
+            ),
+            None,
+            &[],
+        )?
+        .map(|r| {
+            Ok(SuiteFigure {
+                tablespace: r.get(1)?.unwrap_or_default(),
+                workload: r.get(2)?.unwrap_or_default(),
+                p99_us: r.get(3)?,
+                mib_s: r.get(4)?,
+            })
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the fleet's probes"))
     .or_raise()
 }

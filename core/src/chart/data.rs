@@ -15,6 +15,8 @@ pub const PERCENTILES: [f64; 18] = [
 pub const PROFILE_TITLE: &str = "IOPS by workers (newest standard-suite probes)";
 pub const DEPTHS_TITLE: &str = "IOPS by queue depth, 1 worker (newest standard-suite probes)";
 pub const TABLESPACES_TITLE: &str = "Tablespaces compared (newest standard-suite probes, 1 worker)";
+pub const FLEET_TITLE: &str =
+    "The fleet's tablespaces compared (newest standard-suite probes copied from each server, 1 worker)";
 
 /// A profile curve needs more than one worker count (compare_tablespaces
 /// alone measures one); a depth curve more than the suite's own two depths.
