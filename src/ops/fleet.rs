@@ -396,7 +396,10 @@ pub fn compare_servers(
         if ra.is_empty() || rb.is_empty() {
             continue;
         }
-        let workload = format!("pgbench {script}, {clients} clients");
+        let workload = format!(
+            "pgbench {script}, {clients} client{}",
+            if clients == 1 { "" } else { "s" }
+        );
         let tps = |rs: &[&Run]| rs.iter().map(|r| r.tps).collect::<Vec<_>>();
         out.push(diff(None, workload.clone(), "tps", true, &tps(&ra), &tps(&rb)));
         let lat = |rs: &[&Run]| rs.iter().filter_map(|r| r.lat_avg_ms).collect::<Vec<_>>();
