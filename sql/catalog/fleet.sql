@@ -90,7 +90,9 @@ CREATE TABLE storlab.fleet_nodes (
 
 -- The copies: each the columns of this version's table (or view), the
 -- member it is shown under, and when it was copied. Keyed by (node_id, id):
--- ids repeat across servers, never within a node.
+-- ids repeat across servers, never within a node. A later version that
+-- adds a column to one of the four adds it to its copy too (fleet_copy
+-- reads the columns both sides have).
 CREATE TABLE storlab.fleet_probes (LIKE storlab.probes);
 CREATE TABLE storlab.fleet_baselines (LIKE storlab.baselines);
 CREATE TABLE storlab.fleet_baseline_probes (LIKE storlab.baseline_probes);
