@@ -93,8 +93,10 @@ pub fn split_conninfo(conninfo: &str) -> Result<Split, Error> {
     if conninfo.trim_start().starts_with("postgres://")
         || conninfo.trim_start().starts_with("postgresql://")
     {
-        return Err(bad("a fleet server's conninfo must be key=value pairs, not a URI".into())
-            .with_hint("Write it as host=... port=... dbname=... user=..."));
+        return Err(
+            bad("a fleet server's conninfo must be key=value pairs, not a URI".into())
+                .with_hint("Write it as host=... port=... dbname=... user=..."),
+        );
     }
     let pairs = pairs(conninfo).map_err(bad)?;
     let mut split = Split {
@@ -107,7 +109,12 @@ pub fn split_conninfo(conninfo: &str) -> Result<Split, Error> {
                 "a fleet server's conninfo may not set {k}: postgres_fdw sets or refuses it"
             )));
         }
-        if split.server.iter().chain(&split.mapping).any(|(o, _)| *o == k) {
+        if split
+            .server
+            .iter()
+            .chain(&split.mapping)
+            .any(|(o, _)| *o == k)
+        {
             return Err(bad(format!("the conninfo sets {k} twice")));
         }
         if MAPPING_KEYS.contains(&k.as_str()) {
@@ -117,8 +124,11 @@ pub fn split_conninfo(conninfo: &str) -> Result<Split, Error> {
         }
     }
     if !split.server.iter().any(|(k, _)| k == "dbname") {
-        return Err(bad("a fleet server's conninfo must name its database: dbname=...".into())
-            .with_hint("storlab's results are per database: name the one storlab is installed in."));
+        return Err(
+            bad("a fleet server's conninfo must name its database: dbname=...".into()).with_hint(
+                "storlab's results are per database: name the one storlab is installed in.",
+            ),
+        );
     }
     Ok(split)
 }
@@ -213,7 +223,15 @@ mod tests {
         for ok in ["a", "old_array", "db01", &"x".repeat(NAME_MAX)] {
             assert!(check_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "1db", "Old", "old-array", "a b", "é", &"x".repeat(NAME_MAX + 1)] {
+        for bad in [
+            "",
+            "1db",
+            "Old",
+            "old-array",
+            "a b",
+            "é",
+            &"x".repeat(NAME_MAX + 1),
+        ] {
             let e = check_name(bad).unwrap_err();
             assert_eq!(e.state, SqlState::InvalidParameterValue, "{bad}");
         }
@@ -227,8 +245,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.server,
-            [("host", "db1.example"), ("port", "5433"), ("dbname", "shop"), ("sslmode", "require")]
-                .map(|(k, v)| (k.to_string(), v.to_string()))
+            [
+                ("host", "db1.example"),
+                ("port", "5433"),
+                ("dbname", "shop"),
+                ("sslmode", "require")
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
         );
         assert_eq!(
             s.mapping,
@@ -236,7 +259,10 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
         );
         let shown = s.shown();
-        assert_eq!(shown, "host=db1.example port=5433 dbname=shop sslmode=require user=collector");
+        assert_eq!(
+            shown,
+            "host=db1.example port=5433 dbname=shop sslmode=require user=collector"
+        );
         assert!(!shown.contains("cr"), "no password shown");
     }
 
@@ -245,7 +271,10 @@ mod tests {
         for (conninfo, says) in [
             ("postgresql://u:hunter2@h/db", "not a URI"),
             ("host=h password=hunter2", "must name its database"),
-            ("dbname=d password=hunter2 password=hunter2", "sets password twice"),
+            (
+                "dbname=d password=hunter2 password=hunter2",
+                "sets password twice",
+            ),
             ("dbname=d replication=hunter2", "may not set replication"),
             ("dbname=d password='hunter2", "unterminated quote"),
             ("dbname=d hunter2", "has no value"),
@@ -255,7 +284,10 @@ mod tests {
             assert_eq!(e.state, SqlState::InvalidParameterValue);
             assert!(e.message.contains(says), "{conninfo}: {}", e.message);
             let all = format!("{} {:?} {:?}", e.message, e.detail, e.hint);
-            assert!(!all.contains("hunter2") || conninfo.ends_with(" hunter2"), "{all}");
+            assert!(
+                !all.contains("hunter2") || conninfo.ends_with(" hunter2"),
+                "{all}"
+            );
         }
     }
 
@@ -267,11 +299,17 @@ mod tests {
         assert_eq!(parse_version("0.8.0.1"), None);
         assert!(check_readable("0.8.0", "0.8.0").is_ok());
         assert!(check_readable("0.5.0", "0.8.0").is_ok());
-        assert!(check_readable("0.10.0", "0.9.0").is_err(), "0.10 is newer than 0.9");
+        assert!(
+            check_readable("0.10.0", "0.9.0").is_err(),
+            "0.10 is newer than 0.9"
+        );
         let e = check_readable("0.9.0", "0.8.0").unwrap_err();
         assert_eq!(e.state, SqlState::FeatureNotSupported);
         assert!(e.message.contains("newer"));
-        assert!(check_readable("0.4.0", "0.8.0").unwrap_err().message.contains("older"));
+        assert!(check_readable("0.4.0", "0.8.0")
+            .unwrap_err()
+            .message
+            .contains("older"));
         assert!(check_readable("dev", "0.8.0").is_err());
     }
 }

@@ -107,40 +107,35 @@ fn regressions(
         args::max_change_pct(required(max_change_pct, "max_change_pct")).or_raise();
     let duration = duration_of(duration);
     let repetitions = args::test_repetitions(required(repetitions, "repetitions")).or_raise();
-    let rows: Vec<_> =
-        checks::regressions(
-            &label,
-            tablespaces,
-            max_change_pct,
-            duration,
-            repetitions,
-            server.as_deref(),
+    let rows: Vec<_> = checks::regressions(
+        &label,
+        tablespaces,
+        max_change_pct,
+        duration,
+        repetitions,
+        server.as_deref(),
+    )
+    .into_iter()
+    .map(|r| {
+        let workload = r.item.name();
+        let description = match r.verdict.regressed {
+            None => untestable_description(&r.tablespace, &workload, r.metric, &label),
+            Some(_) => {
+                regression_description(&r.tablespace, &workload, r.metric, max_change_pct, &label)
+            }
+        };
+        (
+            Name(r.tablespace),
+            workload,
+            r.metric.as_str().to_string(),
+            r.verdict.baseline,
+            r.verdict.now,
+            r.verdict.change_pct,
+            r.verdict.p_value,
+            r.verdict.regressed,
+            description,
         )
-            .into_iter()
-            .map(|r| {
-                let workload = r.item.name();
-                let description = match r.verdict.regressed {
-                    None => untestable_description(&r.tablespace, &workload, r.metric, &label),
-                    Some(_) => regression_description(
-                        &r.tablespace,
-                        &workload,
-                        r.metric,
-                        max_change_pct,
-                        &label,
-                    ),
-                };
-                (
-                    Name(r.tablespace),
-                    workload,
-                    r.metric.as_str().to_string(),
-                    r.verdict.baseline,
-                    r.verdict.now,
-                    r.verdict.change_pct,
-                    r.verdict.p_value,
-                    r.verdict.regressed,
-                    description,
-                )
-            })
-            .collect();
+    })
+    .collect();
     TableIterator::new(rows)
 }

@@ -62,11 +62,23 @@ fn fleet_check_version(remote: &str, collector: &str) {
 #[search_path(pg_catalog, pg_temp)]
 fn fleet_conninfo_options(
     conninfo: &str,
-) -> TableIterator<'static, (name!(context, String), name!(keyword, String), name!(value, String))>
-{
+) -> TableIterator<
+    'static,
+    (
+        name!(context, String),
+        name!(keyword, String),
+        name!(value, String),
+    ),
+> {
     let split = split_conninfo(conninfo).or_raise();
-    let server = split.server.into_iter().map(|(k, v)| ("server".to_string(), k, v));
-    let mapping = split.mapping.into_iter().map(|(k, v)| ("mapping".to_string(), k, v));
+    let server = split
+        .server
+        .into_iter()
+        .map(|(k, v)| ("server".to_string(), k, v));
+    let mapping = split
+        .mapping
+        .into_iter()
+        .map(|(k, v)| ("mapping".to_string(), k, v));
     TableIterator::new(server.chain(mapping).collect::<Vec<_>>())
 }
 
@@ -123,7 +135,9 @@ fn compare_fleet(
             .collect::<Vec<_>>()
     });
     if servers.as_ref().is_some_and(|s| s.is_empty()) {
-        raise(invalid("servers must name at least one fleet server, or be NULL for all of them"));
+        raise(invalid(
+            "servers must name at least one fleet server, or be NULL for all of them",
+        ));
     }
     let rows: Vec<_> = fleet::compare_fleet(servers, positive_age(max_age))
         .into_iter()

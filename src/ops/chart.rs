@@ -7,9 +7,9 @@ use pgrx::prelude::*;
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::report::experiment_report;
 use super::suite::{newest_depth_probes, newest_suite_probes};
-use storlab_core::newest::NewestPerGroup;
 use storlab_core::chart::data::{CurvePoint, ProbeHead, RunHead, SuiteFigure};
 use storlab_core::chart::{ExperimentBar, ProgressPoint};
+use storlab_core::newest::NewestPerGroup;
 use storlab_core::report::latency;
 
 fn not_found(what: &str, id: i64) -> ! {

@@ -345,7 +345,11 @@ pub fn compare_servers(
             .raise();
         }
     }
-    let wanted = |name: &str| workloads.as_ref().is_none_or(|w| w.iter().any(|x| x == name));
+    let wanted = |name: &str| {
+        workloads
+            .as_ref()
+            .is_none_or(|w| w.iter().any(|x| x == name))
+    };
     let mut out = Vec::new();
     let mut tablespaces: Vec<&str> = probes
         .iter()
@@ -401,7 +405,14 @@ pub fn compare_servers(
             if clients == 1 { "" } else { "s" }
         );
         let tps = |rs: &[&Run]| rs.iter().map(|r| r.tps).collect::<Vec<_>>();
-        out.push(diff(None, workload.clone(), "tps", true, &tps(&ra), &tps(&rb)));
+        out.push(diff(
+            None,
+            workload.clone(),
+            "tps",
+            true,
+            &tps(&ra),
+            &tps(&rb),
+        ));
         let lat = |rs: &[&Run]| rs.iter().filter_map(|r| r.lat_avg_ms).collect::<Vec<_>>();
         let (la, lb) = (lat(&ra), lat(&rb));
         if !la.is_empty() && !lb.is_empty() {
