@@ -250,7 +250,10 @@ REVOKE ALL ON FUNCTION storlab.fleet_connect(text) FROM PUBLIC;
 -- into the collector's copy: rows with an id above the mark, or stamped at
 -- or after the last horizon, and for rows that change (runs, experiments)
 -- those not finished in the copy. A new row is inserted; a changed one
--- updated; an unchanged one left alone. Returns how many rows were copied,
+-- updated, but only by the member it is shown under (a clone holds its
+-- origin's rows as they were when it was made: a run unfinished then must
+-- not overwrite the origin's finished one); an unchanged one left alone.
+-- Returns how many rows were copied,
 -- or NULL when the member's storlab has no such table. Only the columns
 -- both sides have are read: a member on an older storlab has fewer, and the
 -- rest stay NULL. baseline_probes follow their baselines (call it before
@@ -341,7 +344,7 @@ BEGIN
     CASE WHEN changing THEN 'OR r.id = ANY ($4)' ELSE '' END,
     target,
     CASE WHEN changing
-         THEN format('UPDATE SET (%s, synced_at) = ROW(%s, pg_catalog.clock_timestamp()) WHERE (%s) IS DISTINCT FROM (%s)',
+         THEN format('UPDATE SET (%s, synced_at) = ROW(%s, pg_catalog.clock_timestamp()) WHERE t.server = $3 AND (%s) IS DISTINCT FROM (%s)',
                      (SELECT string_agg(format('%I', c), ', ') FROM unnest(cols) c),
                      (SELECT string_agg(format('EXCLUDED.%I', c), ', ') FROM unnest(cols) c),
                      (SELECT string_agg(format('t.%I', c), ', ') FROM unnest(cols) c),
