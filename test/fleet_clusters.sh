@@ -134,8 +134,8 @@ lab "$COLLECTOR" -c "CREATE EXTENSION postgres_fdw" -c "CREATE EXTENSION storlab
 
 # ---- each member's own results -------------------------------------------
 
-# a baseline of pg_default (the standard suite twice), a probe, and a
-# pgbench run (scale 1)
+# a baseline of pg_default (the standard suite twice), a probe, and
+# pgbench's tables (scale 1)
 results() { # psql command...
   "$@" <<'SQL'
 SET client_min_messages = warning;
@@ -144,7 +144,6 @@ SELECT storlab.baseline('b', ARRAY['pg_default']::name[], '200 ms', 2);
 SELECT (storlab.probe('pg_default', 'randwrite', duration => '200 ms', file_size => 1048576)).id;
 SELECT storlab.bench_init(scale => 1) AS init \gset
 CALL storlab.wait(:init);
-CALL storlab.bench('select-only', 1, 1, '2 s');
 SQL
 }
 results on "$PORT_ONE" >"$WORK/one/results.log" 2>&1 & one_pid=$!
@@ -153,6 +152,26 @@ lab "$LAB_MEMBER" -c "SET client_min_messages = warning" -c "SET storlab.suite_f
   -c "SELECT storlab.baseline('l', ARRAY['pg_default']::name[], '200 ms', 2)" >"$WORK/lab-results.log" 2>&1 & lab_pid=$!
 wait "$one_pid"; one_rc=$?
 wait "$two_pid"; two_rc=$?
+# and a pgbench run each: one's is cloned (pg_basebackup, started later on
+# its own port) while it runs, so that the clone holds it unfinished
+on "$PORT_TWO" -c "SET client_min_messages = warning" -c "CALL storlab.bench('select-only', 1, 1, '2 s')" \
+  >>"$WORK/two/results.log" 2>&1 & two_pid=$!
+RUN_ONE=$(on "$PORT_ONE" -c "SELECT storlab.bench_start('select-only', 1, 1, '4 s')" 2>>"$WORK/one/results.log")
+for ((i = 0; i < 100; i++)); do
+  [[ $(on "$PORT_ONE" -c "SELECT started_at IS NOT NULL FROM storlab.bench_runs WHERE id = ${RUN_ONE:-0}") == t ]] && break
+  sleep 0.1
+done
+install -d -o "$(stat -c %U "$SOCK")" -m 700 "$WORK/clone"
+if as_owner "$PG_BIN/pg_basebackup" -h "$SOCK" -p "$PORT_ONE" -U postgres -D "$WORK/clone/data" -c fast -X stream \
+     >"$WORK/clone/basebackup.log" 2>&1 \
+   && [[ $(on "$PORT_ONE" -c "SELECT finished_at IS NULL FROM storlab.bench_runs WHERE id = ${RUN_ONE:-0}") == t ]]; then
+  tap ok "pg_basebackup clones one while one runs pgbench"
+else
+  tap fail "pg_basebackup clones one while one runs pgbench"
+  sed 's/^/#   /' "$WORK/clone/basebackup.log"
+fi
+on "$PORT_ONE" -c "CALL storlab.wait(${RUN_ONE:-0})" >>"$WORK/one/results.log" 2>&1 || one_rc=$?
+wait "$two_pid" || two_rc=$?
 wait "$lab_pid"; lab_rc=$?
 
 node_of() { "$@" -c "SELECT node_id FROM storlab.node"; }
@@ -269,14 +288,11 @@ is "$(collector -c "SELECT count(last_error) || ' errors, ' || count(*) FILTER (
 
 # ---- a clone of one -------------------------------------------------------
 
-install -d -o "$(stat -c %U "$SOCK")" -m 700 "$WORK/clone"
-if as_owner "$PG_BIN/pg_basebackup" -h "$SOCK" -p "$PORT_ONE" -U postgres -D "$WORK/clone/data" -c fast -X stream \
-     >"$WORK/clone/basebackup.log" 2>&1 \
-   && echo "port = $PORT_CLONE" >>"$WORK/clone/data/postgresql.conf" && start clone; then
-  tap ok "a clone of one made with pg_basebackup starts on port $PORT_CLONE"
+if echo "port = $PORT_CLONE" >>"$WORK/clone/data/postgresql.conf" && start clone; then
+  tap ok "the clone of one starts on port $PORT_CLONE"
 else
-  tap fail "a clone of one made with pg_basebackup starts on port $PORT_CLONE"
-  sed 's/^/#   /' "$WORK/clone/basebackup.log" "$WORK/clone/server.log" 2>/dev/null | tail -20
+  tap fail "the clone of one starts on port $PORT_CLONE"
+  sed 's/^/#   /' "$WORK/clone/server.log" 2>/dev/null | tail -20
 fi
 NODE_CLONE=$(node_of on "$PORT_CLONE")
 sysid() { "$@" -c "SELECT system_identifier FROM storlab.node"; }
@@ -298,6 +314,11 @@ m_one=$(member_counts on "$PORT_ONE")
 is "$(collected one) | $(collector -c "SELECT count(*) FROM storlab.fleet_probes WHERE node_id = '$NODE_ONE'")" \
   "$m_one | $(on "$PORT_ONE" -c "SELECT count(*) FROM storlab.probes")" \
   "the inherited rows stay under one, once each: one's rows in the collector still equal one's own counts"
+run="SELECT coalesce(finished_at::text, 'unfinished') || ', tps ' || coalesce(tps::text, 'NULL') FROM storlab.bench_runs WHERE id = $RUN_ONE"
+is "$(on "$PORT_CLONE" -c "$run") | $(collector -c "SELECT server || ': ' || coalesce(finished_at::text, 'unfinished') || ', tps ' || coalesce(tps::text, 'NULL')
+                                                     FROM storlab.fleet_bench_runs WHERE node_id = '$NODE_ONE' AND id = $RUN_ONE")" \
+  "unfinished, tps NULL | one: $(on "$PORT_ONE" -c "$run")" \
+  "the run one measured while it was cloned, unfinished in the clone, stays in the collector as one finished it"
 # (probed_at: the stamp of the row's oldest figure, a probe of that node)
 is "$(collector -c "SELECT string_agg(c.server || ' ' || (SELECT string_agg(DISTINCT f.node_id::text, ',') FROM storlab.fleet_probes f
                                                            WHERE f.started_at = c.probed_at), ', ' ORDER BY c.server)
