@@ -169,8 +169,8 @@ CREATE FUNCTION storlab.fleet_schema(server text) RETURNS name
 -- Connects to a member and (re)imports its foreign tables when its storlab
 -- version changed: the catalog views every server has (its extensions, its
 -- sessions, its settings), then storlab's tables as that version has them.
--- Refuses a server without storlab (42704), or whose storlab the collector
--- cannot read (0A000). Runs as storlab's owner, whose user mapping holds
+-- Refuses a server without storlab (42704), whose storlab the collector
+-- cannot read (0A000), or that is the node of another member (42710). Runs as storlab's owner, whose user mapping holds
 -- the credentials.
 CREATE FUNCTION storlab.fleet_connect(server text) RETURNS timestamptz
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -183,6 +183,7 @@ DECLARE
   horizon timestamptz;
   n record;
   t name;
+  other text;
 BEGIN
   IF pg_catalog.to_regclass(format('%I.remote_extension', sch)) IS NULL THEN
     EXECUTE format('CREATE FOREIGN TABLE %I.remote_extension (extname name, extversion text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
@@ -221,6 +222,16 @@ BEGIN
     EXECUTE format('SELECT node_id, system_identifier, hostname FROM %I.node', sch) INTO n;
   ELSE
     SELECT NULL::uuid AS node_id, NULL::bigint AS system_identifier, NULL::text AS hostname INTO n;
+  END IF;
+  -- A node is one member: the same database under a second name would take
+  -- the first one's rows (a member's own node is shown under it), and
+  -- fleet_remove(keep_results => false) of either would delete them.
+  SELECT m.name INTO other FROM storlab.fleet_members m
+   WHERE m.node_id = n.node_id AND m.name <> fleet_connect.server;
+  IF FOUND THEN
+    RAISE EXCEPTION 'fleet server "%" is node %, which fleet server "%" is already', server, n.node_id, other
+      USING ERRCODE = '42710',
+            HINT = 'A server is read under one name: storlab.fleet_remove() the other first (its results can be kept).';
   END IF;
   UPDATE storlab.fleet_members m
      SET storlab_version = theirs, node_id = n.node_id,
