@@ -8,23 +8,28 @@
 #     a member database with a baseline of its own ("lab"), and the
 #     collector's database;
 #   - the collector adds the three, syncs every row once (the counts equal
-#     the members' own), compares them (compare_fleet), copies nothing the
-#     second time and exactly the new rows later; a member stopped mid-way
-#     gives one error row while the others sync, and syncs again once up;
-#   - a pg_basebackup clone of "one" (port 54403) is a node of its own: the
-#     sync copies only the rows it wrote, the inherited ones stay under
-#     "one", once each;
+#     the members' own), compares them (compare_fleet, compare_servers),
+#     copies nothing the second time and exactly the new rows later; a
+#     member stopped mid-way gives one error row while the others sync, and
+#     syncs again once up;
+#   - a pg_basebackup clone of "one" (port 54403), taken while one runs
+#     pgbench, is a node of its own: the sync copies only the rows it wrote,
+#     the inherited ones stay under "one", once each, and the run the clone
+#     holds unfinished does not overwrite the one one finished;
 #   - a baseline of "one" checked on the collector's server
 #     (regressions(..., server => 'one'));
 #   - a member on storlab 0.5.0 (a database of the lab; skipped when its
 #     install script cannot be copied into the extension folder): added with
-#     a NULL node_id, its probes copied under fleet_legacy_node();
-#   - bad input against real servers: an unreachable server (08001) and a
-#     database without storlab (42704) leave nothing behind, and a password
+#     a NULL node_id, its probes copied under fleet_legacy_node(); a second
+#     such database of the same cluster is a known defect (a TODO test: its
+#     rows collide with the first's and are never copied);
+#   - bad input against real servers: an unreachable server (08001), a
+#     database without storlab (42704) and a member's database under a
+#     second name (42710) leave nothing behind, and a password
 #     given in a conninfo shows nowhere: not in fleet_servers, not in an
 #     error (message, detail, hint, context), not in a notice.
 # Every cluster it made is stopped and removed at exit, also after a
-# failure, and its databases in the lab dropped. About 45 s on 2 cores.
+# failure, and its databases in the lab dropped. About 20 s on 2 cores.
 #
 # Environment: STORLAB_FLEET_PORT (54401): the first throwaway cluster's
 # port; the second, the clone and an unused port follow it (+1, +2, +8).
@@ -43,6 +48,7 @@ MEMBER_DB=storlab_fleet_member
 COLLECTOR=storlab_fleet_collector
 LAB_MEMBER=storlab_fleet_member
 OLD_DB=storlab_fleet_old
+TWIN_DB=storlab_fleet_old_twin
 OLD_VERSION=0.5.0
 CANARY=s3cret-canary
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
@@ -58,6 +64,13 @@ on() { local port=$1; shift; "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SO
 collector() { lab "$COLLECTOR" "$@" 2>>"$WORK/collector.err"; }
 conninfo() { echo "host=$SOCK port=$1 dbname=${2:-$MEMBER_DB} user=postgres${3:+ password=$3}"; }
 skip() { n=$((n + 1)); echo "ok $n # skip $1"; }
+# a known defect: reported, not failed (prove passes it, and says so once it passes)
+todo() { # HAVE WANT TEXT REASON
+  n=$((n + 1))
+  if [[ "$1" == "$2" ]]; then echo "ok $n - $3 # TODO $4"; else
+    echo "not ok $n - $3 # TODO $4"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
+  fi
+}
 
 # ---- clusters ------------------------------------------------------------
 
@@ -92,7 +105,7 @@ added=()
 [[ -e $EXT_DIR/storlab--$OLD_VERSION.sql ]] || added+=("$EXT_DIR/storlab--$OLD_VERSION.sql")
 drop_databases() {
   lab postgres -c "DROP DATABASE IF EXISTS $COLLECTOR WITH (FORCE)" -c "DROP DATABASE IF EXISTS $OLD_DB WITH (FORCE)" \
-    -c "DROP DATABASE IF EXISTS $LAB_MEMBER WITH (FORCE)" >/dev/null 2>&1
+    -c "DROP DATABASE IF EXISTS $LAB_MEMBER WITH (FORCE)" -c "DROP DATABASE IF EXISTS $TWIN_DB WITH (FORCE)" >/dev/null 2>&1
 }
 cleanup() {
   local d
@@ -250,6 +263,13 @@ is "$(collector -c "SELECT string_agg(DISTINCT server || ' ' || tablespace, ', '
   "lab pg_default, one pg_default, two pg_default" \
   "compare_fleet(servers => ARRAY['one', 'two', 'lab']) shows the tablespaces of all three servers side by side"
 
+is "$(collector -c "SELECT format('%s figures, %s of them of two probes a side; %s', count(*) FILTER (WHERE tablespace = 'pg_default'),
+                                   count(*) FILTER (WHERE tablespace = 'pg_default' AND a_n = 2 AND b_n = 2),
+                                   string_agg(workload || ' ' || metric || ': ' || verdict, ', ' ORDER BY metric) FILTER (WHERE tablespace IS NULL))
+                      FROM storlab.compare_servers('one', 'two')" | sed 's/^\([0-9]*\) figures, \1 of them/N figures, N of them/')" \
+  "N figures, N of them of two probes a side; pgbench select-only, 1 clients lat_avg_ms: cannot test: fewer than two figures on a side, pgbench select-only, 1 clients tps: cannot test: fewer than two figures on a side" \
+  "compare_servers('one', 'two') compares the two baselines' figures of pg_default, and their pgbench runs (one each: no test)"
+
 sync sync2
 is "$(collector -c "SELECT count(*) || ' rows, ' || sum(rows_copied) || ' copied, ' || count(error) || ' errors' FROM sync2")" \
   "15 rows, 0 copied, 0 errors" "a second fleet_sync() copies nothing: no row is copied twice"
@@ -350,7 +370,7 @@ stop clone
 
 # ---- a member on an older storlab -------------------------------------------
 
-old_tests=5
+old_tests=6
 if ! cp "sql/versions/storlab--$OLD_VERSION.sql" "$EXT_DIR/" 2>/dev/null; then
   for ((i = 0; i < old_tests; i++)); do skip "cannot install storlab $OLD_VERSION's script into $EXT_DIR (not root?)"; done
 elif ! lab postgres -c "CREATE DATABASE $OLD_DB" >/dev/null \
@@ -359,7 +379,8 @@ elif ! lab postgres -c "CREATE DATABASE $OLD_DB" >/dev/null \
 else
   # probes as that release's library wrote them (today's probe() writes
   # today's columns)
-  lab "$OLD_DB" <<'SQL' >/dev/null
+  old_probes() { # DATABASE
+    lab "$1" >/dev/null <<'SQL'
 INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method, writes_per_sync,
                             file_size, duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us, lat_p90_us,
                             lat_p99_us, lat_p999_us, lat_max_us, histogram, env, label, system_identifier, hostname,
@@ -369,6 +390,8 @@ SELECT 'pg_default', '/var/lib/x/pgsql_tmp', w, 8192, 1, true, 'none', 1, 104857
        (SELECT system_identifier FROM pg_control_system()), 'old', clock_timestamp(), 'standard'
   FROM unnest(ARRAY['randread', 'randwrite']) w;
 SQL
+  }
+  old_probes "$OLD_DB"
   is "$(collector -v c="host=$PGHOST port=$PGPORT dbname=$OLD_DB user=postgres" <<<"SELECT storlab.fleet_add('old', :'c') IS NULL")" t \
     "fleet_add of a server on storlab $OLD_VERSION works, and returns NULL: that release has no node"
   is "$(collector -c "SELECT storlab_version || ', node ' || coalesce(node_id::text, 'NULL') FROM storlab.fleet_servers WHERE name = 'old'")" \
@@ -381,6 +404,16 @@ SQL
     "2 of 2" "keyed by fleet_legacy_node(system_identifier): the node of rows written before 0.8.0"
   sync sync8 old
   is "$(copied_any sync8)" nothing "a second sync of it copies nothing"
+  # a second database of the same cluster on 0.5.0: its rows have no node
+  # either, the same system identifier, and the same ids
+  lab postgres -c "CREATE DATABASE $TWIN_DB" >/dev/null
+  lab "$TWIN_DB" -c "CREATE EXTENSION storlab VERSION '$OLD_VERSION'" >/dev/null
+  old_probes "$TWIN_DB"
+  collector -v c="host=$PGHOST port=$PGPORT dbname=$TWIN_DB user=postgres" <<<"SELECT storlab.fleet_add('old_twin', :'c')" >/dev/null
+  sync sync9 old_twin
+  todo "$(copied_any sync9)" "old_twin probes 2" \
+    "a second database on $OLD_VERSION in the same cluster: its two probes are copied too" \
+    "rows without a node_id are keyed (fleet_legacy_node(system_identifier), id): its probes 1 and 2 collide with those of old, and are never copied"
 fi
 
 # ---- bad input, against real servers -------------------------------------
@@ -416,6 +449,10 @@ e=$(attempt bare "$(conninfo "$PORT_ONE" postgres)")
 is "$(head -1 <<<"$e") | $(left_of bare)" "42704 | $nothing" \
   "fleet_add of a database without storlab fails with 42704 and leaves nothing behind"
 [[ $(head -1 <<<"$e") == 42704 ]] || sed 's/^/#   /' <<<"$e"
+e=$(attempt one_again "$(conninfo "$PORT_ONE")")
+is "$(head -1 <<<"$e") | $(left_of one_again) | $(collected one)" "42710 | $nothing | $(member_counts on "$PORT_ONE")" \
+  "fleet_add of one's database under a second name fails with 42710, leaves nothing, and one keeps its rows"
+[[ $(head -1 <<<"$e") == 42710 ]] || sed 's/^/#   /' <<<"$e"
 e=$(attempt secret "$(conninfo "$PORT_NONE" "" "$CANARY")")
 is "$(head -1 <<<"$e") $(grep -c -- "$CANARY" <<<"$e") | $(left_of secret)" "08001 0 | $nothing" \
   "a refused fleet_add with a password: the password is in none of the error's message, detail, hint and context"
