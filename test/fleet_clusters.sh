@@ -31,8 +31,11 @@
 # Every cluster it made is stopped and removed at exit, also after a
 # failure, and its databases in the lab dropped. About 20 s on 2 cores.
 #
-# Environment: STORLAB_FLEET_PORT (54401): the first throwaway cluster's
-# port; the second, the clone and an unused port follow it (+1, +2, +8).
+# Environment: STORLAB_FLEET_DIR (/var/tmp/storlab-fleet), the folder of the
+# throwaway clusters (a server a killed run left there is stopped first),
+# removed at exit (kept, the servers stopped, with STORLAB_FLEET_KEEP=1);
+# STORLAB_FLEET_PORT (54401): the first throwaway cluster's port; the
+# second, the clone and an unused port follow it (+1, +2, +8).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -52,7 +55,7 @@ TWIN_DB=storlab_fleet_old_twin
 OLD_VERSION=0.5.0
 CANARY=s3cret-canary
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
-WORK=$(mktemp -d /var/tmp/storlab-fleet.XXXXXX) || { echo "Bail out! cannot make a temporary folder"; exit 1; }
+WORK=${STORLAB_FLEET_DIR:-/var/tmp/storlab-fleet}
 SOCK=$WORK/sock
 
 as_owner() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -114,6 +117,8 @@ cleanup() {
   ((${#added[@]} == 0)) || rm -f "${added[@]}"
   if [[ ${STORLAB_FLEET_KEEP:-0} == 1 ]]; then echo "# kept $WORK (servers stopped)" >&2; else rm -rf "$WORK"; fi
 }
+if [[ $WORK != /?*/?* ]]; then echo "Bail out! STORLAB_FLEET_DIR must be a folder of its own, not '$WORK'"; exit 1; fi
+STORLAB_FLEET_KEEP=0 cleanup
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -128,8 +133,8 @@ if [[ ! -f $EXT_DIR/postgres_fdw.control ]]; then
   exit 0
 fi
 
-chmod 755 "$WORK"
 mkdir -p "$SOCK"
+chmod 755 "$WORK"
 [[ $(id -u) -eq 0 ]] && chown postgres: "$SOCK"
 chmod 700 "$SOCK"
 for c in one:$PORT_ONE two:$PORT_TWO; do
