@@ -172,8 +172,8 @@ CREATE FUNCTION storlab.fleet_schema(server text) RETURNS name
 -- Connects to a member and (re)imports its foreign tables when its storlab
 -- version changed: the catalog views every server has (its extensions, its
 -- sessions, its settings), then storlab's tables as that version has them.
--- Refuses a server without storlab (42704), or whose storlab the collector
--- cannot read (0A000). Runs as storlab's owner, whose user mapping holds
+-- Refuses a server without storlab (42704), whose storlab the collector
+-- cannot read (0A000), or that is the node of another member (42710). Runs as storlab's owner, whose user mapping holds
 -- the credentials.
 CREATE FUNCTION storlab.fleet_connect(server text) RETURNS timestamptz
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -186,6 +186,7 @@ DECLARE
   horizon timestamptz;
   n record;
   t name;
+  other text;
 BEGIN
   IF pg_catalog.to_regclass(format('%I.remote_extension', sch)) IS NULL THEN
     EXECUTE format('CREATE FOREIGN TABLE %I.remote_extension (extname name, extversion text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
@@ -225,6 +226,16 @@ BEGIN
   ELSE
     SELECT NULL::uuid AS node_id, NULL::bigint AS system_identifier, NULL::text AS hostname INTO n;
   END IF;
+  -- A node is one member: the same database under a second name would take
+  -- the first one's rows (a member's own node is shown under it), and
+  -- fleet_remove(keep_results => false) of either would delete them.
+  SELECT m.name INTO other FROM storlab.fleet_members m
+   WHERE m.node_id = n.node_id AND m.name <> fleet_connect.server;
+  IF FOUND THEN
+    RAISE EXCEPTION 'fleet server "%" is node %, which fleet server "%" is already', server, n.node_id, other
+      USING ERRCODE = '42710',
+            HINT = 'A server is read under one name: storlab.fleet_remove() the other first (its results can be kept).';
+  END IF;
   UPDATE storlab.fleet_members m
      SET storlab_version = theirs, node_id = n.node_id,
          system_identifier = coalesce(n.system_identifier, m.system_identifier),
@@ -253,7 +264,10 @@ REVOKE ALL ON FUNCTION storlab.fleet_connect(text) FROM PUBLIC;
 -- into the collector's copy: rows with an id above the mark, or stamped at
 -- or after the last horizon, and for rows that change (runs, experiments)
 -- those not finished in the copy. A new row is inserted; a changed one
--- updated; an unchanged one left alone. Returns how many rows were copied,
+-- updated, but only by the member it is shown under (a clone holds its
+-- origin's rows as they were when it was made: a run unfinished then must
+-- not overwrite the origin's finished one); an unchanged one left alone.
+-- Returns how many rows were copied,
 -- or NULL when the member's storlab has no such table. Only the columns
 -- both sides have are read: a member on an older storlab has fewer, and the
 -- rest stay NULL. baseline_probes follow their baselines (call it before
@@ -344,7 +358,7 @@ BEGIN
     CASE WHEN changing THEN 'OR r.id = ANY ($4)' ELSE '' END,
     target,
     CASE WHEN changing
-         THEN format('UPDATE SET (%s, synced_at) = ROW(%s, pg_catalog.clock_timestamp()) WHERE (%s) IS DISTINCT FROM (%s)',
+         THEN format('UPDATE SET (%s, synced_at) = ROW(%s, pg_catalog.clock_timestamp()) WHERE t.server = $3 AND (%s) IS DISTINCT FROM (%s)',
                      (SELECT string_agg(format('%I', c), ', ') FROM unnest(cols) c),
                      (SELECT string_agg(format('EXCLUDED.%I', c), ', ') FROM unnest(cols) c),
                      (SELECT string_agg(format('t.%I', c), ', ') FROM unnest(cols) c),
