@@ -722,11 +722,15 @@ CREATE VIEW storlab.node AS SELECT * FROM storlab.node_info();
 COMMENT ON VIEW storlab.node IS 'This server as a fleet collector sees it: its node_id, system identifier, host name, PostgreSQL and storlab versions';
 
 -- The node a row whose node_id is NULL (written before 0.8.0, or read from
--- a server older than 0.8.0) is counted under: one per system identifier.
-CREATE FUNCTION storlab.fleet_legacy_node(system_identifier bigint) RETURNS uuid
+-- a server older than 0.8.0) is counted under: one per system identifier
+-- and database (each database's storlab numbers its rows itself; a clone's
+-- database keeps its origin's name, so the rows it inherited are its
+-- origin's).
+CREATE FUNCTION storlab.fleet_legacy_node(system_identifier bigint, database text) RETURNS uuid
   LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-  RETURN pg_catalog.md5('storlab system ' OPERATOR(pg_catalog.||) system_identifier::pg_catalog.text)::pg_catalog.uuid;
-COMMENT ON FUNCTION storlab.fleet_legacy_node(bigint) IS 'The node a result row without a node_id (from before storlab 0.8.0) is counted under: one per system identifier';
+  RETURN pg_catalog.md5('storlab system ' OPERATOR(pg_catalog.||) system_identifier::pg_catalog.text
+                        OPERATOR(pg_catalog.||) ' database ' OPERATOR(pg_catalog.||) database)::pg_catalog.uuid;
+COMMENT ON FUNCTION storlab.fleet_legacy_node(bigint, text) IS 'The node a result row without a node_id (from before storlab 0.8.0) is counted under: one per system identifier and database';
 
 ------------------------------------------------------------------------
 -- 2. A collector: the servers it reads, and their rows.
@@ -854,6 +858,22 @@ CREATE FUNCTION storlab.fleet_schema(server text) RETURNS name
   LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
   RETURN ('storlab_fleet_' OPERATOR(pg_catalog.||) server)::pg_catalog.name;
 
+-- The database a member's foreign server reads.
+CREATE FUNCTION storlab.fleet_database(server text) RETURNS text
+  LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, pg_temp
+  RETURN (SELECT o.option_value FROM pg_foreign_server s, pg_options_to_table(s.srvoptions) o
+           WHERE s.srvname = storlab.fleet_schema(server) AND o.option_name = 'dbname');
+
+-- How a row of a member's foreign table `remote` (aliased r) names its
+-- node: its node_id, or for rows from before 0.8.0 (and every row of an
+-- older member) the legacy node of its system identifier and `database`.
+CREATE FUNCTION storlab.fleet_node_expr(remote regclass, database text) RETURNS text
+  LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+  RETURN CASE WHEN EXISTS (SELECT FROM pg_attribute a
+                            WHERE a.attrelid = remote AND a.attname = 'node_id' AND NOT a.attisdropped)
+              THEN format('coalesce(r.node_id, storlab.fleet_legacy_node(r.system_identifier, %L))', database)
+              ELSE format('storlab.fleet_legacy_node(r.system_identifier, %L)', database) END;
+
 -- Connects to a member and (re)imports its foreign tables when its storlab
 -- version changed: the catalog views every server has (its extensions, its
 -- sessions, its settings), then storlab's tables as that version has them.
@@ -865,8 +885,7 @@ CREATE FUNCTION storlab.fleet_connect(server text) RETURNS timestamptz
 DECLARE
   sch name := storlab.fleet_schema(server);
   mine text := (SELECT extversion FROM pg_extension WHERE extname = 'storlab');
-  dbname text := (SELECT o.option_value FROM pg_foreign_server s, pg_options_to_table(s.srvoptions) o
-                   WHERE s.srvname = storlab.fleet_schema(server) AND o.option_name = 'dbname');
+  dbname text := storlab.fleet_database(server);
   theirs text;
   horizon timestamptz;
   n record;
@@ -908,6 +927,11 @@ BEGIN
   END IF;
   IF pg_catalog.to_regclass(format('%I.node', sch)) IS NOT NULL THEN
     EXECUTE format('SELECT node_id, system_identifier, hostname FROM %I.node', sch) INTO n;
+  ELSIF pg_catalog.to_regclass(format('%I.probes', sch)) IS NOT NULL THEN
+    -- storlab older than 0.8.0 there: no node; its system identifier and
+    -- host name as its newest probe stored them
+    EXECUTE format('SELECT NULL::uuid AS node_id, system_identifier, hostname FROM %I.probes ORDER BY id DESC LIMIT 1', sch)
+      INTO n;
   ELSE
     SELECT NULL::uuid AS node_id, NULL::bigint AS system_identifier, NULL::text AS hostname INTO n;
   END IF;
@@ -984,18 +1008,13 @@ BEGIN
     JOIN pg_attribute r ON r.attrelid = remote AND r.attname = l.attname AND r.attnum > 0 AND NOT r.attisdropped
    WHERE l.attrelid = format('storlab.%I', target)::regclass AND l.attnum > 0 AND NOT l.attisdropped
      AND l.attname NOT IN ('node_id', 'server', 'synced_at');
-  node_expr := CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = remote AND a.attname = 'node_id' AND NOT a.attisdropped)
-                    THEN 'coalesce(r.node_id, storlab.fleet_legacy_node(r.system_identifier))'
-                    ELSE 'storlab.fleet_legacy_node(r.system_identifier)' END;
+  node_expr := storlab.fleet_node_expr(remote, storlab.fleet_database(server));
 
   IF source = 'baseline_probes' THEN
     -- the probes of the baselines copied by this sync (their node is the
     -- baseline's); read with the baselines' mark before it moves on
-    node_expr := CASE WHEN EXISTS (SELECT FROM pg_attribute a
-                                    WHERE a.attrelid = pg_catalog.to_regclass(format('%I.baselines', sch))
-                                      AND a.attname = 'node_id' AND NOT a.attisdropped)
-                      THEN 'coalesce(r.node_id, storlab.fleet_legacy_node(r.system_identifier))'
-                      ELSE 'storlab.fleet_legacy_node(r.system_identifier)' END;
+    node_expr := storlab.fleet_node_expr(pg_catalog.to_regclass(format('%I.baselines', sch)),
+                                         storlab.fleet_database(server));
     SELECT m.last_id, m.horizon AS since INTO mark FROM storlab.fleet_marks m
      WHERE m.server = fleet_copy.server AND m.table_name = 'baselines';
     EXECUTE format($q$

@@ -67,13 +67,6 @@ on() { local port=$1; shift; "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SO
 collector() { lab "$COLLECTOR" "$@" 2>>"$WORK/collector.err"; }
 conninfo() { echo "host=$SOCK port=$1 dbname=${2:-$MEMBER_DB} user=postgres${3:+ password=$3}"; }
 skip() { n=$((n + 1)); echo "ok $n # skip $1"; }
-# a known defect: reported, not failed (prove passes it, and says so once it passes)
-todo() { # HAVE WANT TEXT REASON
-  n=$((n + 1))
-  if [[ "$1" == "$2" ]]; then echo "ok $n - $3 # TODO $4"; else
-    echo "not ok $n - $3 # TODO $4"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
-  fi
-}
 
 # ---- clusters ------------------------------------------------------------
 
@@ -405,8 +398,8 @@ SQL
   is "$(collector -c "SELECT count(error) || ' errors' FROM sync7") $(copied_any sync7)" "0 errors old probes 2" \
     "fleet_sync('old') copies its two probes"
   sysid_lab=$(lab "$OLD_DB" -c "SELECT system_identifier FROM pg_control_system()")
-  is "$(collector -c "SELECT count(*) FILTER (WHERE node_id = storlab.fleet_legacy_node($sysid_lab)) || ' of ' || count(*) FROM storlab.fleet_probes WHERE server = 'old'")" \
-    "2 of 2" "keyed by fleet_legacy_node(system_identifier): the node of rows written before 0.8.0"
+  is "$(collector -c "SELECT count(*) FILTER (WHERE node_id = storlab.fleet_legacy_node($sysid_lab, '$OLD_DB')) || ' of ' || count(*) FROM storlab.fleet_probes WHERE server = 'old'")" \
+    "2 of 2" "keyed by fleet_legacy_node(system_identifier, database): the node of rows written before 0.8.0"
   sync sync8 old
   is "$(copied_any sync8)" nothing "a second sync of it copies nothing"
   # a second database of the same cluster on 0.5.0: its rows have no node
@@ -416,9 +409,8 @@ SQL
   old_probes "$TWIN_DB"
   collector -v c="host=$PGHOST port=$PGPORT dbname=$TWIN_DB user=postgres" <<<"SELECT storlab.fleet_add('old_twin', :'c')" >/dev/null
   sync sync9 old_twin
-  todo "$(copied_any sync9)" "old_twin probes 2" \
-    "a second database on $OLD_VERSION in the same cluster: its two probes are copied too" \
-    "rows without a node_id are keyed (fleet_legacy_node(system_identifier), id): its probes 1 and 2 collide with those of old, and are never copied"
+  is "$(copied_any sync9)" "old_twin probes 2" \
+    "a second database on $OLD_VERSION in the same cluster: its two probes are copied too (rows without a node_id are keyed by system identifier and database)"
 fi
 
 # ---- bad input, against real servers -------------------------------------
