@@ -265,7 +265,7 @@ is "$(collector -c "SELECT format('%s figures, %s of them of two probes a side; 
                                    count(*) FILTER (WHERE tablespace = 'pg_default' AND a_n = 2 AND b_n = 2),
                                    string_agg(workload || ' ' || metric || ': ' || verdict, ', ' ORDER BY metric) FILTER (WHERE tablespace IS NULL))
                       FROM storlab.compare_servers('one', 'two')" | sed 's/^\([0-9]*\) figures, \1 of them/N figures, N of them/')" \
-  "N figures, N of them of two probes a side; pgbench select-only, 1 clients lat_avg_ms: cannot test: fewer than two figures on a side, pgbench select-only, 1 clients tps: cannot test: fewer than two figures on a side" \
+  "N figures, N of them of two probes a side; pgbench select-only, 1 client lat_avg_ms: cannot test: fewer than two figures on a side, pgbench select-only, 1 client tps: cannot test: fewer than two figures on a side" \
   "compare_servers('one', 'two') compares the two baselines' figures of pg_default, and their pgbench runs (one each: no test)"
 
 sync sync2
