@@ -32,7 +32,7 @@ DROP SCHEMA IF EXISTS tap_fleet_evil CASCADE;
 DROP DATABASE IF EXISTS storlab_tap_fleet_a WITH (FORCE);
 DROP DATABASE IF EXISTS storlab_tap_fleet_b WITH (FORCE);
 RESET client_min_messages;
-SELECT plan(43);
+SELECT plan(45);
 \ir lib/probe_helpers.sql
 
 SELECT split_part(current_setting('unix_socket_directories'), ',', 1) AS sock, current_setting('port') AS port \gset
@@ -175,7 +175,19 @@ SELECT is(:'both_copied'::numeric, 1::numeric, 'two syncs at once copy the new p
 SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_b'), :'b_before'::bigint + 1, 'and it is there once');
 SELECT dblink_disconnect(c) FROM unnest(ARRAY['holder', 'other', 'mine']) c;
 
--- 9. A server that cannot be reached any more gives an error row, the
+-- 9. A server whose storlab is newer than the collector's is refused
+-- (0A000): the collector would not know what its new columns mean. (The
+-- version is set by hand in the catalog, then put back.)
+SELECT v AS a_version FROM dblink('a', $$SELECT extversion FROM pg_extension WHERE extname = 'storlab'$$) AS t(v text) \gset
+SELECT dblink_exec('a', $$UPDATE pg_extension SET extversion = '0.99.0' WHERE extname = 'storlab'$$);
+SELECT alike((SELECT error FROM storlab.fleet_sync('tap_a')), '%newer than this collector%(SQLSTATE 0A000)',
+             'a server on a newer storlab gives an error row: 0A000, update the collector first');
+SELECT dblink_exec('a', $$UPDATE pg_extension SET extversion = '0.4.0' WHERE extname = 'storlab'$$);
+SELECT alike((SELECT error FROM storlab.fleet_sync('tap_a')), '%older than 0.5.0%(SQLSTATE 0A000)',
+             'one older than 0.5.0 too');
+SELECT dblink_exec('a', format('UPDATE pg_extension SET extversion = %L WHERE extname = %L', :'a_version', 'storlab'));
+
+-- 10. A server that cannot be reached any more gives an error row, the
 -- others sync, and its last_error says why.
 SELECT dblink_disconnect(c) FROM unnest(ARRAY['a', 'b']) c;
 DROP DATABASE storlab_tap_fleet_b WITH (FORCE);
@@ -185,7 +197,7 @@ SELECT is((SELECT count(*) FROM storlab.fleet_sync() WHERE server = 'tap_a' AND 
           'while the others sync');
 SELECT ok((SELECT last_error FROM storlab.fleet_servers WHERE name = 'tap_b') ~ 'storlab_tap_fleet_b', 'fleet_servers says why');
 
--- 10. Removed, with or without its results.
+-- 11. Removed, with or without its results.
 SELECT storlab.fleet_remove('tap_b');
 SELECT storlab.fleet_remove('tap_a', keep_results => false);
 SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_b') > 0
