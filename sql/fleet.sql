@@ -74,11 +74,16 @@ SELECT tablespace, workload, metric, a_n, b_n, p_value BETWEEN 0 AND 1 AS tested
 
 -- A baseline taken on one server, checked against this one: the
 -- collector's own lab_ram is measured now against the old server's.
+-- (its NOTICEs, which say whether it measured a second round, are left out)
+SET client_min_messages = warning;
 SELECT tablespace, workload, metric, regressed IS NOT NULL AS judged
   FROM storlab.regressions('before', server => 'old', duration => '100 ms', repetitions => 2)
  WHERE workload = 'randread' ORDER BY metric;
+RESET client_min_messages;
 
 -- Bad input: each a clear error with its SQLSTATE, and nothing left behind.
+-- (without the errors' context: the PL/pgSQL lines it names)
+\set SHOW_CONTEXT never
 SELECT storlab.fleet_add('old', format('host=%s port=%s dbname=storlab_regress_old', :'sock', :'port'));
 SELECT storlab.fleet_add('Old-Array', 'dbname=x');
 SELECT storlab.fleet_add('web', 'postgresql://collector:secret@db1/shop');
@@ -93,11 +98,21 @@ SELECT * FROM storlab.compare_servers('old', 'old');
 SELECT * FROM storlab.compare_servers('old', 'web');
 SELECT * FROM storlab.compare_fleet(max_age => '-1 day');
 SELECT * FROM storlab.regressions('nosuch', server => 'old');
+SELECT * FROM storlab.compare_servers('old', 'new', workloads => '{}');
 SELECT count(*) AS leftovers FROM pg_foreign_server WHERE srvname = 'storlab_fleet_web';
+\set SHOW_CONTEXT errors
 
 -- Removing a server drops its foreign server, mapping and schema; its
 -- copied results stay unless keep_results is false.
 SELECT storlab.fleet_remove('new');
+SELECT storlab.fleet_remove('old');
+-- A removed server's kept results stay under its name: another server
+-- added under that name is refused (its figures would mix with the kept
+-- ones), until they are deleted; fleet_remove(keep_results => false) of a
+-- removed name deletes them.
+\set VERBOSITY terse
+SELECT storlab.fleet_add('new', format('host=%s port=%s dbname=storlab_regress_old', :'sock', :'port'));
+\set VERBOSITY default
 SELECT storlab.fleet_remove('old', keep_results => false);
 SELECT server, count(*) AS probes FROM storlab.fleet_probes GROUP BY server ORDER BY server;
 SELECT count(*) AS members FROM storlab.fleet_servers;

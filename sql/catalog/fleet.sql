@@ -9,9 +9,10 @@
 -- 1. This server's identity, on every server.
 --
 -- system_identifier alone does not tell servers apart: a physical replica
--- or a pg_basebackup clone has its origin's. A node is one cluster in one
--- place: (system identifier, host name, data directory). A clone, a copy on
--- another host, a moved data directory or a pg_upgrade (a new system
+-- or a pg_basebackup clone has its origin's. A node is one database of one
+-- cluster in one place: (system identifier, host name, data directory,
+-- database oid). A clone, a copy on another host, a moved data directory, a
+-- copy made with CREATE DATABASE ... TEMPLATE or a pg_upgrade (a new system
 -- identifier) is a new node, with a new node_id, at its first use. The
 -- table is no configuration table: pg_dump does not carry it, so a restore
 -- starts with a node of its own, while the rows it restores keep the
@@ -21,10 +22,11 @@ CREATE TABLE storlab.nodes (
     system_identifier bigint      NOT NULL,
     hostname          text        NOT NULL,
     data_directory    text        NOT NULL,
+    database_oid      oid         NOT NULL,
     first_seen        timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-    UNIQUE (system_identifier, hostname, data_directory)
+    UNIQUE (system_identifier, hostname, data_directory, database_oid)
 );
-COMMENT ON TABLE storlab.nodes IS 'The nodes this database''s storlab has run on: a node is one cluster in one place (system identifier, host, data directory); storlab.node_id() names the current one. Not carried by pg_dump: a restore or a clone gets a node of its own';
+COMMENT ON TABLE storlab.nodes IS 'The nodes this database''s storlab has run on: a node is one database of one cluster in one place (system identifier, host, data directory, database oid); storlab.node_id() names the current one. Not carried by pg_dump: a restore or a clone gets a node of its own';
 
 -- Every result row names the node that measured it.
 ALTER TABLE storlab.probes ALTER COLUMN node_id SET DEFAULT storlab.node_id();
@@ -33,8 +35,13 @@ ALTER TABLE storlab.bench_runs ALTER COLUMN node_id SET DEFAULT storlab.node_id(
 ALTER TABLE storlab.experiment_records ALTER COLUMN node_id SET DEFAULT storlab.node_id();
 
 -- What a collector reads of this server first: one row.
-CREATE VIEW storlab.node AS SELECT * FROM storlab.node_info();
-COMMENT ON VIEW storlab.node IS 'This server as a fleet collector sees it: its node_id, system identifier, host name, PostgreSQL and storlab versions';
+-- reads_all_stats: whether the role reading it sees every session's
+-- transaction start (pg_read_all_stats, in pg_monitor), which a
+-- collector's sync needs to know how far it has read (fleet_connect).
+CREATE VIEW storlab.node AS
+SELECT n.*, pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE') AS reads_all_stats
+  FROM storlab.node_info() n;
+COMMENT ON VIEW storlab.node IS 'This server as a fleet collector sees it: its node_id, system identifier, host name, PostgreSQL and storlab versions, and whether the role reading it has pg_read_all_stats';
 
 -- The node a row whose node_id is NULL (written before 0.8.0, or read from
 -- a server older than 0.8.0) is counted under: one per system identifier
@@ -206,12 +213,16 @@ DECLARE
   n record;
   t name;
   other text;
+  unseen boolean;
+  prepared boolean;
 BEGIN
   IF pg_catalog.to_regclass(format('%I.remote_extension', sch)) IS NULL THEN
     EXECUTE format('CREATE FOREIGN TABLE %I.remote_extension (extname name, extversion text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
                    sch, sch, 'pg_catalog', 'pg_extension');
-    EXECUTE format('CREATE FOREIGN TABLE %I.remote_activity (datname name, xact_start timestamptz) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+    EXECUTE format('CREATE FOREIGN TABLE %I.remote_activity (datname name, xact_start timestamptz, query text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
                    sch, sch, 'pg_catalog', 'pg_stat_activity');
+    EXECUTE format('CREATE FOREIGN TABLE %I.remote_prepared (database name, prepared timestamptz) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                   sch, sch, 'pg_catalog', 'pg_prepared_xacts');
     EXECUTE format('CREATE FOREIGN TABLE %I.remote_settings (name text, setting text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
                    sch, sch, 'pg_catalog', 'pg_settings');
   END IF;
@@ -221,8 +232,18 @@ BEGIN
   -- them) is the sync's horizon: rows a transaction still open would write
   -- bear a later stamp, and the next sync reads from there again.
   -- (Needs pg_read_all_stats there, in pg_monitor: other roles' sessions
-  -- show no xact_start without it.)
-  EXECUTE format('SELECT min(xact_start) FROM %I.remote_activity WHERE datname = $1', sch) INTO horizon USING dbname;
+  -- show no xact_start without it; checked below.)
+  EXECUTE format('SELECT min(xact_start), bool_or(query = %L) FROM %I.remote_activity WHERE datname = $1',
+                 '<insufficient privilege>', sch)
+    INTO horizon, unseen USING dbname;
+  -- A prepared transaction (two-phase commit) is in no session: its rows
+  -- may be stamped before any horizon read now. While one is there, the
+  -- horizon does not move on (NULL: fleet_copy keeps the last one), and on
+  -- a first sync every row stays to be read again until it is gone.
+  EXECUTE format('SELECT EXISTS (SELECT FROM %I.remote_prepared WHERE database = $1)', sch) INTO prepared USING dbname;
+  IF prepared THEN
+    horizon := NULL;
+  END IF;
   EXECUTE format('SELECT (SELECT extversion FROM %I.remote_extension WHERE extname = %L)', sch, 'storlab') INTO theirs;
   IF theirs IS NULL THEN
     RAISE EXCEPTION 'fleet server "%" has no storlab extension in database "%"', server, dbname
@@ -233,7 +254,7 @@ BEGIN
   IF theirs IS DISTINCT FROM (SELECT m.storlab_version FROM storlab.fleet_members m WHERE m.name = server) THEN
     FOR t IN SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
               WHERE s.nspname = sch AND c.relkind = 'f'
-                AND c.relname NOT IN ('remote_extension', 'remote_activity', 'remote_settings') LOOP
+                AND c.relname NOT IN ('remote_extension', 'remote_activity', 'remote_prepared', 'remote_settings') LOOP
       EXECUTE format('DROP FOREIGN TABLE %I.%I', sch, t);
     END LOOP;
     -- (a table that version lacks is simply not imported)
@@ -241,7 +262,8 @@ BEGIN
                    sch, sch);
   END IF;
   IF pg_catalog.to_regclass(format('%I.node', sch)) IS NOT NULL THEN
-    EXECUTE format('SELECT node_id, system_identifier, hostname FROM %I.node', sch) INTO n;
+    EXECUTE format('SELECT node_id, system_identifier, hostname, reads_all_stats FROM %I.node', sch) INTO n;
+    unseen := NOT n.reads_all_stats;
   ELSIF pg_catalog.to_regclass(format('%I.probes', sch)) IS NOT NULL THEN
     -- storlab older than 0.8.0 there: no node; its system identifier and
     -- host name as its newest probe stored them
@@ -249,6 +271,16 @@ BEGIN
       INTO n;
   ELSE
     SELECT NULL::uuid AS node_id, NULL::bigint AS system_identifier, NULL::text AS hostname INTO n;
+  END IF;
+  -- Without pg_read_all_stats the horizon would pass over other roles'
+  -- open transactions, and their results would never be copied: refused.
+  -- (A server older than 0.8.0 has no storlab.node to say so: there it is
+  -- refused when another session's transaction start is hidden.)
+  IF unseen THEN
+    RAISE EXCEPTION 'the role fleet server "%" is read as cannot see every session there: it needs pg_read_all_stats', server
+      USING ERRCODE = '42501',
+            DETAIL = 'A sync reads the start of the oldest transaction open in the database, so that the next sync copies what it was writing.',
+            HINT = 'On that server: GRANT pg_monitor TO the role of the user mapping (it includes pg_read_all_stats and SELECT on storlab''s tables).';
   END IF;
   -- A node is one member: the same database under a second name would take
   -- the first one's rows (a member's own node is shown under it), and
@@ -385,8 +417,11 @@ BEGIN
          ELSE 'NOTHING' END,
     (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(cols) c))
     INTO copied USING coalesce(mark.last_id, 0), mark.since, server, coalesce(unfinished, '{}');
+  -- (a NULL horizon: a prepared transaction is open there; the last one
+  -- stays, and without one every row is read again until it is gone)
   UPDATE storlab.fleet_marks m
-     SET last_id = greatest(m.last_id, coalesce(top, 0)), horizon = fleet_copy.horizon
+     SET last_id = greatest(m.last_id, coalesce(top, 0)),
+         horizon = coalesce(fleet_copy.horizon, m.horizon, '-infinity')
    WHERE m.server = fleet_copy.server AND m.table_name = source;
   RETURN copied;
 END $$;
@@ -467,7 +502,8 @@ BEGIN
             DETAIL = 'A fleet server is a foreign server of postgres_fdw, with a user mapping that holds the credentials to reach it.';
   END IF;
 END $$;
-REVOKE ALL ON FUNCTION storlab.fleet_check_superuser(text) FROM PUBLIC;
+-- (anyone may run it: it only says whether the caller may, so that a role
+-- granted EXECUTE on fleet_add is told why not)
 
 -- Adds a server to the fleet: a foreign server and a user mapping (for
 -- storlab's owner, who syncs), a schema of foreign tables, and a first
@@ -479,6 +515,9 @@ CREATE FUNCTION storlab.fleet_add(name text, conninfo text) RETURNS uuid
 DECLARE
   sch name;
   owner name := (SELECT r.rolname FROM pg_extension e JOIN pg_roles r ON r.oid = e.extowner WHERE e.extname = 'storlab');
+  kept uuid[];
+  kept_any boolean;
+  node uuid;
   server_options text;
   mapping_options text;
   msg text;
@@ -522,10 +561,23 @@ BEGIN
     RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, HINT = hint, ERRCODE = state;
   END;
   EXECUTE format('CREATE SCHEMA %I AUTHORIZATION %I', sch, owner);
+  -- the nodes of results kept under this name (fleet_remove's default)
+  kept := ARRAY(SELECT f.node_id FROM storlab.fleet_nodes f WHERE f.server = fleet_add.name AND f.own);
+  kept_any := EXISTS (SELECT FROM storlab.fleet_nodes f WHERE f.server = fleet_add.name);
   INSERT INTO storlab.fleet_members (name, conninfo)
     VALUES (fleet_add.name, storlab.fleet_conninfo_shown(fleet_add.conninfo));
   PERFORM storlab.fleet_connect(fleet_add.name);
-  RETURN (SELECT m.node_id FROM storlab.fleet_members m WHERE m.name = fleet_add.name);
+  node := (SELECT m.node_id FROM storlab.fleet_members m WHERE m.name = fleet_add.name);
+  -- The name's kept results go on under it only for the same server: those
+  -- of another one would be mixed with this one's in every comparison.
+  IF kept_any AND NOT coalesce(node = ANY (kept), false) THEN
+    RAISE EXCEPTION 'the results kept under fleet server name "%" are another server''s', fleet_add.name
+      USING ERRCODE = '42710',
+            DETAIL = format('This server is node %s; the kept results are of node %s.', coalesce(node::text, 'NULL (storlab older than 0.8.0)'),
+                            coalesce(array_to_string(kept, ', '), 'unknown')),
+            HINT = format('Choose another name, or delete them first: SELECT storlab.fleet_remove(%L, keep_results => false);', fleet_add.name);
+  END IF;
+  RETURN node;
 END $$;
 REVOKE ALL ON FUNCTION storlab.fleet_add(text, text) FROM PUBLIC;
 COMMENT ON FUNCTION storlab.fleet_add(text, text) IS 'Adds a server to this collector''s fleet (superusers): a postgres_fdw foreign server, a user mapping and a schema storlab_fleet_<name>; returns the server''s node_id';
@@ -534,21 +586,46 @@ COMMENT ON FUNCTION storlab.fleet_add(text, text) IS 'Adds a server to this coll
 -- schema; its copied results stay (under its name) unless keep_results is
 -- false.
 CREATE FUNCTION storlab.fleet_remove(name text, keep_results boolean DEFAULT true) RETURNS void
-  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET client_min_messages = warning AS $$
+  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   sch name;
+  owner name := (SELECT r.rolname FROM pg_extension e JOIN pg_roles r ON r.oid = e.extowner WHERE e.extname = 'storlab');
+  member boolean;
+  t name;
+  msg text;
+  detail text;
 BEGIN
   IF fleet_remove.name IS NULL OR keep_results IS NULL THEN
     RAISE EXCEPTION 'name and keep_results must not be NULL' USING ERRCODE = '22004';
   END IF;
   PERFORM storlab.fleet_check_superuser('remove a server from');
-  IF NOT EXISTS (SELECT FROM storlab.fleet_members m WHERE m.name = fleet_remove.name) THEN
+  member := EXISTS (SELECT FROM storlab.fleet_members m WHERE m.name = fleet_remove.name);
+  -- a server removed before, whose results were kept: keep_results => false
+  -- deletes them
+  IF NOT member AND (keep_results OR NOT EXISTS (SELECT FROM storlab.fleet_nodes f WHERE f.server = fleet_remove.name)) THEN
     RAISE EXCEPTION 'fleet server "%" does not exist', fleet_remove.name
       USING ERRCODE = '42704', HINT = 'storlab.fleet_servers lists the fleet.';
   END IF;
   sch := storlab.fleet_schema(fleet_remove.name);
-  EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE', sch);
-  EXECUTE format('DROP SERVER IF EXISTS %I CASCADE', sch);
+  IF member THEN
+    -- What fleet_add made, and only that: an object of someone else's that
+    -- depends on it (a view on a foreign table, a table put in the schema,
+    -- another role's user mapping) stops the removal, named.
+    BEGIN
+      FOR t IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = sch AND c.relkind = 'f' LOOP
+        EXECUTE format('DROP FOREIGN TABLE %I.%I', sch, t);
+      END LOOP;
+      EXECUTE format('DROP SCHEMA IF EXISTS %I', sch);
+      EXECUTE format('DROP USER MAPPING IF EXISTS FOR %I SERVER %I', owner, sch);
+      EXECUTE format('DROP SERVER IF EXISTS %I', sch);
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+      GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
+      RAISE EXCEPTION 'fleet server "%" is not removed: %', fleet_remove.name, msg
+        USING ERRCODE = '2BP01', DETAIL = detail,
+              HINT = format('storlab drops only what fleet_add made (foreign server, user mapping and schema %s): drop or move those objects first.', sch);
+    END;
+  END IF;
   IF NOT keep_results THEN
     DELETE FROM storlab.fleet_baseline_probes t WHERE t.server = fleet_remove.name;
     DELETE FROM storlab.fleet_baselines t WHERE t.server = fleet_remove.name;
@@ -561,6 +638,10 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION storlab.fleet_remove(text, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION storlab.fleet_remove(text, boolean) IS 'Removes a server from the fleet (superusers): its foreign server, mapping and schema; its copied results stay unless keep_results is false';
+
+-- This database's node, minted now (CREATE EXTENSION, or the update that
+-- brings nodes), so that the rows it writes next name it at once.
+SELECT storlab.node_id() IS NOT NULL AS minted;
 
 -- Reading: the fleet's results for pg_monitor, as storlab's own are.
 GRANT SELECT ON storlab.node, storlab.nodes, storlab.fleet_servers, storlab.fleet_members, storlab.fleet_nodes,

@@ -200,6 +200,11 @@ fn compare_servers(
             .map(|n| n.unwrap_or_else(|| raise(invalid("workloads must not contain NULL"))))
             .collect::<Vec<_>>()
     });
+    if workloads.as_ref().is_some_and(|w| w.is_empty()) {
+        raise(invalid(
+            "workloads must name at least one workload, or be NULL for all of them",
+        ));
+    }
     let rows: Vec<_> = fleet::compare_servers(&a, &b, workloads, positive_age(max_age))
         .into_iter()
         .map(|d| {

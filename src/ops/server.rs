@@ -65,10 +65,12 @@ thread_local! {
     static NODE: std::cell::Cell<Option<[u8; 16]>> = const { std::cell::Cell::new(None) };
 }
 
-/// This server's node (sql/catalog/fleet.sql): the row of storlab.nodes for
-/// its system identifier, host name and data directory, minted at first
-/// use. None on a server that cannot write (a standby, a read-only
-/// transaction) and has no node yet.
+/// This database's node (sql/catalog/fleet.sql): the row of storlab.nodes
+/// for its system identifier, host name, data directory and database oid,
+/// minted at CREATE EXTENSION and at first use after one of them changed (a
+/// clone, a copy made with CREATE DATABASE ... TEMPLATE, a pg_upgrade).
+/// None on a server that cannot write (a standby, a read-only transaction)
+/// and has none yet.
 pub fn node_id() -> Option<pgrx::datum::Uuid> {
     if let Some(b) = NODE.with(|n| n.get()) {
         return Some(pgrx::datum::Uuid::from_bytes(b));
@@ -78,10 +80,18 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
         hostname(),
         data_dir().display().to_string(),
     );
+    // SAFETY: set for the backend's whole life before any SQL runs.
+    let database = unsafe { pg_sys::MyDatabaseId };
     super::identity::as_owner(|| {
-        let args = [sysid.into(), host.as_str().into(), dir.as_str().into()];
+        let args = [
+            sysid.into(),
+            host.as_str().into(),
+            dir.as_str().into(),
+            database.into(),
+        ];
         let found = Spi::get_one_with_args::<pgrx::datum::Uuid>(
-            "SELECT node_id FROM storlab.nodes WHERE system_identifier = $1 AND hostname = $2 AND data_directory = $3",
+            "SELECT node_id FROM storlab.nodes
+              WHERE system_identifier = $1 AND hostname = $2 AND data_directory = $3 AND database_oid = $4",
             &args,
         )
         .ok()
@@ -97,8 +107,8 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
         }
         // another session minting the same node at once: its row, once committed
         Spi::get_one_with_args::<pgrx::datum::Uuid>(
-            "INSERT INTO storlab.nodes AS n (system_identifier, hostname, data_directory) VALUES ($1, $2, $3)
-             ON CONFLICT (system_identifier, hostname, data_directory) DO UPDATE SET node_id = n.node_id
+            "INSERT INTO storlab.nodes AS n (system_identifier, hostname, data_directory, database_oid) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (system_identifier, hostname, data_directory, database_oid) DO UPDATE SET node_id = n.node_id
              RETURNING node_id",
             &args,
         )
