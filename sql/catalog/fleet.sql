@@ -37,11 +37,13 @@ ALTER TABLE storlab.experiment_records ALTER COLUMN node_id SET DEFAULT storlab.
 -- What a collector reads of this server first: one row.
 -- reads_all_stats: whether the role reading it sees every session's
 -- transaction start (pg_read_all_stats, in pg_monitor), which a
--- collector's sync needs to know how far it has read (fleet_connect).
+-- collector's sync needs to know how far it has read; in_recovery: a
+-- standby, whose sessions do not show its primary's (fleet_connect).
 CREATE VIEW storlab.node AS
-SELECT n.*, pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE') AS reads_all_stats
+SELECT n.*, pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE') AS reads_all_stats,
+       pg_catalog.pg_is_in_recovery() AS in_recovery
   FROM storlab.node_info() n;
-COMMENT ON VIEW storlab.node IS 'This server as a fleet collector sees it: its node_id, system identifier, host name, PostgreSQL and storlab versions, and whether the role reading it has pg_read_all_stats';
+COMMENT ON VIEW storlab.node IS 'This server as a fleet collector sees it: its node_id (NULL on a standby), system identifier, host name, PostgreSQL and storlab versions, whether the role reading it has pg_read_all_stats, and whether it is a standby';
 
 -- The node a row whose node_id is NULL (written before 0.8.0, or read from
 -- a server older than 0.8.0) is counted under: one per system identifier
@@ -262,8 +264,13 @@ BEGIN
                    sch, sch);
   END IF;
   IF pg_catalog.to_regclass(format('%I.node', sch)) IS NOT NULL THEN
-    EXECUTE format('SELECT node_id, system_identifier, hostname, reads_all_stats FROM %I.node', sch) INTO n;
+    EXECUTE format('SELECT node_id, system_identifier, hostname, reads_all_stats, in_recovery FROM %I.node', sch) INTO n;
     unseen := NOT n.reads_all_stats;
+    IF n.in_recovery THEN
+      RAISE EXCEPTION 'fleet server "%" is a standby: add its primary', server
+        USING ERRCODE = '55000',
+              DETAIL = 'A standby''s sessions do not show its primary''s open transactions, so a sync there could pass over results that a long transaction on the primary commits later.';
+    END IF;
   ELSIF pg_catalog.to_regclass(format('%I.probes', sch)) IS NOT NULL THEN
     -- storlab older than 0.8.0 there: no node; its system identifier and
     -- host name as its newest probe stored them

@@ -369,10 +369,27 @@ fn baseline_targets(
             .raise();
         }
     }
-    (
-        taken.iter().map(|t| resolve(t).or_raise()).collect(),
-        report,
-    )
+    // This database's baseline: every tablespace it was taken on is measured
+    // again. Another server's: only those reported, which must exist here by
+    // name (that server may have had tablespaces this one has not).
+    let measured = match baseline {
+        Baseline::Local(_) => &taken,
+        Baseline::Fleet { .. } => &report,
+    };
+    let targets = measured
+        .iter()
+        .map(|t| {
+            resolve(t)
+                .map_err(|e| match baseline {
+                    Baseline::Fleet { .. } => e.with_hint(
+                        "Another server's baseline is checked on this server's tablespaces of the same names: name those to check with tablespaces => ...",
+                    ),
+                    Baseline::Local(_) => e,
+                })
+                .or_raise()
+        })
+        .collect();
+    (targets, report)
 }
 
 /// Measures the baseline's tablespaces again and judges every figure: a

@@ -75,6 +75,13 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
     if let Some(b) = NODE.with(|n| n.get()) {
         return Some(pgrx::datum::Uuid::from_bytes(b));
     }
+    // A standby has no node of its own (its rows are its primary's) and can
+    // mint none; and no SPI call here (pgrx's would ask for a transaction
+    // id, which a standby cannot give).
+    // SAFETY: reads shared recovery state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return None;
+    }
     let (sysid, host, dir) = (
         system_identifier(),
         hostname(),
@@ -100,8 +107,8 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
             NODE.with(|n| n.set(Some(*id)));
             return Some(id);
         }
-        // SAFETY: reads backend-global flags.
-        let read_only = unsafe { pg_sys::RecoveryInProgress() || pg_sys::XactReadOnly };
+        // SAFETY: reads a backend-global flag.
+        let read_only = unsafe { pg_sys::XactReadOnly };
         if read_only {
             return None;
         }
