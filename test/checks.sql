@@ -5,7 +5,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SET storlab.suite_file_size = '8MB';
-SELECT plan(10);
+SELECT plan(11);
 
 -- RAM serves an 8 kB read far within 100 ms.
 SELECT ok(ok, description) FROM storlab.check('lab_ram', 'randread', 'lat_p99_us', '<', 100000, '300 ms');
@@ -29,6 +29,17 @@ SELECT is((SELECT string_agg(format('%s %s %s: %s -> %s (%s %%, p %s)', tablespa
                                     round(change_pct::numeric, 1), round(p_value::numeric, 4)), '; ')
              FROM same WHERE regressed),
           NULL, 'regressions() on the same storage reports none');
+
+-- A CI role holds EXECUTE and CREATE on the tablespace it measures, no
+-- grant on storlab's tables: regressions() reads the baseline as storlab's
+-- owner, as it stores the figures.
+CREATE ROLE tap_ci_checker;
+GRANT EXECUTE ON FUNCTION storlab.regressions TO tap_ci_checker;
+GRANT CREATE ON TABLESPACE lab_ram TO tap_ci_checker;
+SET ROLE tap_ci_checker;
+SELECT lives_ok($$SELECT * FROM storlab.regressions('tap unchanged', duration => '50 ms', repetitions => 2)$$,
+                'a role with EXECUTE and CREATE on the tablespace, no grant on storlab''s tables, checks against a baseline');
+RESET ROLE;
 
 -- A baseline whose figures are a hundred times better than the storage.
 SELECT storlab.baseline('tap doctored', '{lab_ram}', '300 ms', 3) AS doctored \gset

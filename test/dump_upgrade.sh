@@ -3,7 +3,9 @@
 #   1. pg_dump / pg_restore of a database keeps every stored probe, move, job,
 #      run and progress row, and the sequences go on after the restored ids;
 #      a pruned database restores cleanly, with its prunes' log and the
-#      horizon undo_batch respects;
+#      horizon undo_batch respects; the restored rows keep the node that
+#      measured them, while storlab.nodes is not carried: the restore is a
+#      node of its own, minted at its first write;
 #   2. a server on each earlier release (0.1.0 .. 0.7.0) with stored results
 #      runs ALTER EXTENSION storlab UPDATE: the rows are intact, and the
 #      extension's objects are exactly a fresh install's, as
@@ -154,7 +156,7 @@ if ! "$PG_BIN/psql" -X -q -At -d postgres -c "SELECT 1" >/dev/null 2>&1; then
   echo "Bail out! cannot reach the lab's server (PGHOST=${PGHOST:-unset}, PGPORT=${PGPORT:-unset})"
   exit 1
 fi
-echo "1..$((6 + 8 * ${#OLDS[@]}))"
+echo "1..$((9 + 8 * ${#OLDS[@]}))"
 
 # 1. pg_dump and pg_restore
 fresh_db storlab_dump_src
@@ -169,10 +171,20 @@ is "$(sql storlab_dump_src -c "SELECT probes = 1 AND relocations > 0 AND relocat
   "storlab.prune deleted the year-old probe and move"
 before=$(fingerprint storlab_dump_src)
 is "$(sql storlab_dump_src -c "$all_kinds")" t "the source database holds probes, moves, a job, a run and its progress rows, an experiment, a baseline"
+# every result row names the node that measured it: the source's one node
+src_node=$(sql storlab_dump_src -c "SELECT node_id FROM storlab.node")
+is "$(sql storlab_dump_src -c "SELECT (SELECT count(*) FROM storlab.nodes) = 1
+        AND NOT EXISTS (SELECT FROM storlab.probes WHERE node_id IS DISTINCT FROM '$src_node')
+        AND NOT EXISTS (SELECT FROM storlab.baselines WHERE node_id IS DISTINCT FROM '$src_node')
+        AND NOT EXISTS (SELECT FROM storlab.bench_runs WHERE node_id IS DISTINCT FROM '$src_node')
+        AND NOT EXISTS (SELECT FROM storlab.experiment_records WHERE node_id IS DISTINCT FROM '$src_node')")" t \
+  "every probe, baseline, run and experiment of the source names its node ($src_node)"
 "$PG_BIN/pg_dump" -Fc -f "$WORK/src.dump" storlab_dump_src
 fresh_db storlab_dump_dst
 "$PG_BIN/pg_restore" -d storlab_dump_dst "$WORK/src.dump"
 is "$(fingerprint storlab_dump_dst)" "$before" "pg_restore brings back every stored row, unchanged"
+is "$(sql storlab_dump_dst -c "SELECT count(*) FROM storlab.nodes")" 0 \
+  "and no row of storlab.nodes: the restore is not the source's node (the rows keep their node_id, as compared above)"
 undo_state=$(sql storlab_dump_dst \
   -c "CREATE FUNCTION pg_temp.state(q text) RETURNS text LANGUAGE plpgsql AS \$\$ BEGIN EXECUTE q; RETURN 'no error'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE; END \$\$" \
   -c "SELECT pg_temp.state('SELECT * FROM storlab.undo_batch($first_batch)')")
@@ -182,6 +194,11 @@ new_id=$(sql storlab_dump_dst -c "SET client_min_messages = warning" \
   -c "SELECT (storlab.probe('lab_ram', 'randwrite', duration => '100 ms', file_size => 1048576, direct => false)).id")
 after_ids=$([[ -n $old_max && -n $new_id ]] && ((new_id > old_max)) && echo t)
 is "$after_ids" t "new probes after a restore get new ids (the sequence's position was dumped too)"
+is "$(sql storlab_dump_dst -c "SELECT p.node_id = n.node_id AND n.node_id <> '$src_node'
+        AND (SELECT count(*) FROM storlab.nodes) = 1
+        AND (SELECT count(*) FROM storlab.probes WHERE node_id = '$src_node') = (SELECT count(*) FROM storlab.probes) - 1
+      FROM storlab.probes p, storlab.node n WHERE p.id = ${new_id:-0}")" t \
+  "the restore's first write made it a node of its own: its new probe names it, the restored ones the source's"
 sql postgres -c "DROP DATABASE storlab_dump_src" -c "DROP DATABASE storlab_dump_dst"
 
 # 2. ALTER EXTENSION storlab UPDATE from each earlier release
@@ -225,7 +242,7 @@ update_from() {
 }
 
 if ! for old in "${OLDS[@]}"; do cp "sql/versions/storlab--$old.sql" "$EXT_DIR/" || exit 1; done 2>/dev/null; then
-  for ((i = 6; i <= 6 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
+  for ((i = 9; i <= 9 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
   exit 0
 fi
 for old in "${OLDS[@]}"; do update_from "$old"; done

@@ -6,27 +6,33 @@
 -- works or fails with a SQLSTATE docs/errors.md documents for that function
 -- (its table "Errors and their SQLSTATEs"); never XX000,
 -- never a crash (the postmaster's start time is unchanged), never a
--- leftover scratch file, job or relocation row. (The three procedures
--- commit, so they cannot run in a rolled-back subtransaction; they only
--- call the functions tested here, and sql/bench.sql waits for a job that
--- does not exist.)
+-- leftover scratch file, job, relocation row or fleet server. (The three
+-- procedures commit, so they cannot run in a rolled-back subtransaction;
+-- they only call the functions tested here, and sql/bench.sql waits for a
+-- job that does not exist.)
 --
 -- Each call runs in a subtransaction that is then rolled back, so a call
 -- that works leaves nothing either (a job it started dies with it).
 -- storlab.max_probe_duration is 1 s and storlab.suite_file_size 4 MB
 -- here, so no probe measures or fills for long.
 CREATE EXTENSION IF NOT EXISTS pgtap;
+-- the fleet's fleet_add needs postgres_fdw to get past its first check
+-- (dropped at the end when this file installed it)
+SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'postgres_fdw') AS matrix_fdw \gset
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
 SET storlab.max_probe_duration = '1s';
 SET storlab.suite_file_size = '4MB';
 SET client_min_messages = warning;
-SELECT plan(9);
+SELECT plan(10);
 
 CREATE TABLE public.matrix_t (id int PRIMARY KEY);
 CREATE TEMP TABLE before AS
 SELECT pg_postmaster_start_time() AS started,
        (SELECT count(*) FROM storlab.job_records) AS jobs,
        (SELECT count(*) FROM storlab.relocations) AS moves,
-       (SELECT count(*) FROM storlab.probes) AS probes;
+       (SELECT count(*) FROM storlab.probes) AS probes,
+       (SELECT count(*) FROM storlab.fleet_members) + (SELECT count(*) FROM pg_foreign_server)
+         + (SELECT count(*) FROM pg_user_mappings) AS fleet;
 
 -- Values per argument type, as SQL literals; the first of each type is the
 -- one an argument gets while another position is varied (when the
@@ -58,7 +64,9 @@ INSERT INTO vals VALUES
   ('double precision', 3, $$'NaN'$$), ('double precision', 4, $$'Infinity'$$), ('double precision', 5, '1e308'),
   ('real', 0, '5'), ('real', 1, 'NULL'), ('real', 2, '0'), ('real', 3, '-1'), ('real', 4, $$'NaN'$$),
   ('name[]', 0, $$'{lab_ram}'$$), ('name[]', 1, 'NULL'), ('name[]', 2, $$'{}'$$), ('name[]', 3, $$'{NULL}'$$),
-  ('name[]', 4, $$'{no_such_thing}'$$), ('name[]', 5, $$'{pg_global}'$$);
+  ('name[]', 4, $$'{no_such_thing}'$$), ('name[]', 5, $$'{pg_global}'$$),
+  ('text[]', 0, $$'{x}'$$), ('text[]', 1, 'NULL'), ('text[]', 2, $$'{}'$$), ('text[]', 3, $$'{NULL}'$$),
+  ('text[]', 4, $$'{no_such_thing}'$$), ('text[]', 5, $$ARRAY['a''b; DROP TABLE x; -- é ☃', repeat('t', 10000)]$$);
 
 -- Where a function's first value of a type would fail its first check
 -- (a workload 'x', a 2 s probe above the 1 s limit), every other value
@@ -75,7 +83,11 @@ INSERT INTO base VALUES
   ('experiment_start', 'warmup', $$'0 s'$$), ('chart_svg', 'kind', $$'experiment'$$),
   ('check', 'workload', $$'randread'$$), ('check', 'metric', $$'iops'$$), ('check', 'op', $$'>='$$),
   ('check', 'duration', $$'20 ms'$$), ('baseline', 'tablespaces', $$'{lab_ram}'$$), ('baseline', 'duration', $$'20 ms'$$),
-  ('baseline', 'repetitions', '2'), ('regressions', 'duration', $$'20 ms'$$), ('regressions', 'repetitions', '2');
+  ('baseline', 'repetitions', '2'), ('regressions', 'duration', $$'20 ms'$$), ('regressions', 'repetitions', '2'),
+  -- two servers, not the same one twice; a conninfo fleet_add takes, whose
+  -- first contact then fails at once (08001: no server listens there)
+  ('compare_servers', 'b', $$'y'$$),
+  ('fleet_add', 'conninfo', $$'host=/nonexistent/matrix port=1 dbname=matrix'$$);
 
 -- Every call: the function with one argument varied at a time, the others
 -- at their base value, their default, or the type's first value.
@@ -170,6 +182,9 @@ SELECT is(pg_postmaster_start_time(), (SELECT started FROM before), 'and none cr
 SELECT is((SELECT count(*) FROM storlab.job_records), (SELECT jobs FROM before), 'no job row is left');
 SELECT is(((SELECT count(*) FROM storlab.relocations), (SELECT count(*) FROM storlab.probes)),
           ((SELECT moves FROM before), (SELECT probes FROM before)), 'no relocation or probe row is left');
+SELECT is((SELECT count(*) FROM storlab.fleet_members) + (SELECT count(*) FROM pg_foreign_server)
+            + (SELECT count(*) FROM pg_user_mappings), (SELECT fleet FROM before),
+          'no fleet server, foreign server or user mapping is left');
 SELECT is((SELECT count(*) FROM storlab.tablespaces() t,
                   pg_ls_dir(t.location || CASE WHEN t.kind = 'wal' THEN '' ELSE '/pgsql_tmp' END, true, false) f
             WHERE f LIKE 'pgsql_tmp_storlab%'), 0::bigint, 'no scratch file is left');
@@ -185,3 +200,6 @@ SELECT * FROM finish();
 DROP TABLE public.matrix_t;
 DROP OWNED BY matrix_executor, matrix_nobody;
 DROP ROLE matrix_executor, matrix_nobody;
+\if :matrix_fdw
+DROP EXTENSION postgres_fdw;
+\endif

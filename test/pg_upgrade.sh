@@ -2,7 +2,9 @@
 # pg_upgrade keeps storlab (TAP output, run by scripts/test with prove when
 # PG=15). A throwaway cluster of PG (15 by default) with storlab gets stored
 # results of every kind, cheaply: probes, a standard suite, a baseline,
-# moves, a pgbench job with its run and progress rows, an experiment. It is
+# moves, a pgbench job with its run and progress rows, an experiment, and a
+# fleet: a second database of the cluster with results of each kind, added
+# through postgres_fdw and synced, so that every fleet table holds rows. It is
 # upgraded with pg_upgrade (--check, then --copy, as the postgres OS user) to
 # each newer supported major that has the same storlab installed, and there:
 #   1. the extension has the same version, pg_upgrade asks for no update of
@@ -17,7 +19,12 @@
 #   4. the functions that write work, and their ids go on after the old ones:
 #      a probe, a move, a benchmark job in the new major's worker; the
 #      standard suite, a baseline taken before the upgrade compared with
-#      today's figures, a move made before the upgrade undone.
+#      today's figures, a move made before the upgrade undone;
+#   5. the upgraded cluster is a new node (a new system identifier): its
+#      storlab.node names another node_id than before, the new rows carry
+#      it, the old ones keep theirs; and the fleet follows its member there
+#      (its foreign server pointed at the new port): a sync reads it as a
+#      new node under the same name and copies nothing twice.
 # A newer major without the same storlab (not installed, another version, a
 # different install script or no library) is skipped with its reason, never
 # failed, as is one whose pg_upgrade fails for every table whatever the
@@ -40,6 +47,8 @@ OLD_PORT=${STORLAB_UPGRADE_PORT:-54391}
 NEW_PORT=$((OLD_PORT + 1))
 SOCK=$WORK/sock
 DB=storlab_upgrade
+# the fleet's member: another database of the same cluster
+MEMBER=storlab_upgrade_member
 if [[ -n ${STORLAB_UPGRADE_TO:-} ]]; then
   read -ra TARGETS <<<"$STORLAB_UPGRADE_TO"
 else
@@ -100,6 +109,8 @@ sql() {
 }
 old() { sql "$OLD_BIN" "$OLD_PORT" "$@"; }
 new() { sql "$NEW_BIN" "$NEW_PORT" "$@"; }
+# the same in the member's database (psql takes the last -d)
+old_member() { old -d "$MEMBER" "$@"; }
 # The same settings for every cluster (pg_upgrade reads each one's own):
 # the lab's preload, a private socket folder, no TCP.
 make_cluster() { # BIN DATA PORT
@@ -207,14 +218,34 @@ if ! make_cluster "$OLD_BIN" "$WORK/old/data" "$OLD_PORT" || ! start "$OLD_BIN" 
   cat "$WORK"/initdb-old.log "$WORK/old/server.log" 2>/dev/null | tail -20 | sed 's/^/# /'
   exit 1
 fi
-"$OLD_BIN/psql" -X -q -h "$SOCK" -p "$OLD_PORT" -U postgres -d postgres -c "CREATE DATABASE $DB" >/dev/null
+"$OLD_BIN/psql" -X -q -h "$SOCK" -p "$OLD_PORT" -U postgres -d postgres -c "CREATE DATABASE $DB" \
+  -c "CREATE DATABASE $MEMBER" >/dev/null
 # One of each kind of stored result, small: 1 MB probe files, 100 ms suites.
+# First the fleet's member: the results the fleet copies (probes, a
+# baseline and its probes, a run, an experiment), on the tablespaces the
+# collector's database makes below.
+if ! old_member >"$WORK/populate-member.log" 2>&1 <<SQL
+SET client_min_messages = warning;
+CREATE EXTENSION storlab;
+CREATE TABLESPACE up_a LOCATION '$WORK/ts/a';
+CREATE TABLESPACE up_b LOCATION '$WORK/ts/b';
+SET storlab.suite_file_size = '4MB';
+SELECT storlab.baseline('member', '{up_b}', '100 ms', 2);
+SELECT storlab.bench_init(scale => 1) AS init \gset
+CALL storlab.wait(:init);
+CALL storlab.bench('select-only', 1, 1, '1 s');
+CALL storlab.experiment('member', '{"a": {"indexes": "up_a"}, "b": {"indexes": "up_b"}}', 'select-only',
+                        '{1}', 1, '1 s', 1, '0 s', 1);
+SQL
+then
+  echo "Bail out! storing results in the PostgreSQL $FROM cluster's member database failed"
+  sed 's/^/# /' "$WORK/populate-member.log" | tail -20
+  exit 1
+fi
 if ! old >"$WORK/populate.log" 2>&1 <<SQL
 SET client_min_messages = warning;
 CREATE EXTENSION pg_stat_statements;
 CREATE EXTENSION storlab;
-CREATE TABLESPACE up_a LOCATION '$WORK/ts/a';
-CREATE TABLESPACE up_b LOCATION '$WORK/ts/b';
 SET storlab.suite_file_size = '4MB';
 SELECT (storlab.probe('pg_default', 'randwrite', duration => '200 ms', file_size => 1048576, direct => false)).id;
 SELECT (storlab.probe('up_a', 'randread', duration => '200 ms', file_size => 1048576, label => 'before the upgrade')).id;
@@ -233,6 +264,14 @@ SELECT storlab.baseline('upgrade', '{up_a}', '100 ms', 2);
 -- a prune that finds nothing that old still logs itself in storlab.prunes
 CALL storlab.prune('1000 years');
 SELECT count(*) FROM storlab.compare_tablespaces(duration => '100 ms');
+-- this database is the fleet's collector: the member added over its
+-- socket, and its results copied (a sync's error is a row: raised here)
+CREATE EXTENSION postgres_fdw;
+SELECT storlab.fleet_add('member', 'host=$SOCK port=$OLD_PORT dbname=$MEMBER') IS NOT NULL AS added;
+DO \$\$ DECLARE failed text; BEGIN
+  SELECT string_agg(s.error, '; ') INTO failed FROM storlab.fleet_sync() s WHERE s.error IS NOT NULL;
+  IF failed IS NOT NULL THEN RAISE EXCEPTION 'fleet_sync: %', failed; END IF;
+END \$\$;
 SQL
 then
   echo "Bail out! storing results in the PostgreSQL $FROM cluster failed"
@@ -240,12 +279,14 @@ then
   exit 1
 fi
 
-kinds=$(old -c "SELECT format('%s probes (%s of the standard suite), %s moves, %s jobs, %s runs, %s progress rows, %s experiment, %s baseline, %s prune',
+kinds=$(old -c "SELECT format('%s probes (%s of the standard suite), %s moves, %s jobs, %s runs, %s progress rows, %s experiment, %s baseline, %s prune, %s node; copied from the fleet''s member: %s probes, %s baseline, %s run(s), %s experiment',
                   (SELECT count(*) FROM storlab.probes), (SELECT count(*) FROM storlab.probes WHERE suite = 'standard'),
                   (SELECT count(*) FROM storlab.relocations), (SELECT count(*) FROM storlab.job_records),
                   (SELECT count(*) FROM storlab.bench_runs), (SELECT count(*) FROM storlab.bench_progress),
                   (SELECT count(*) FROM storlab.experiment_records), (SELECT count(*) FROM storlab.baselines),
-                  (SELECT count(*) FROM storlab.prunes))")
+                  (SELECT count(*) FROM storlab.prunes), (SELECT count(*) FROM storlab.nodes),
+                  (SELECT count(*) FROM storlab.fleet_probes), (SELECT count(*) FROM storlab.fleet_baselines),
+                  (SELECT count(*) FROM storlab.fleet_bench_runs), (SELECT count(*) FROM storlab.fleet_experiments))")
 # What must come through: taken once, compared on every target.
 VERSION=$(old -c "SELECT extversion FROM pg_extension WHERE extname = 'storlab'")
 FINGERPRINTS=$(fingerprints old)
@@ -267,6 +308,10 @@ declare -A max_before=(
   [baseline]=$(old -c "SELECT max(id) FROM storlab.baselines")
 )
 STANDARD=$(old -c "SELECT count(*) FROM storlab.probes WHERE suite = 'standard'")
+# the nodes: this database's, the member's (as the collector saw it)
+NODE=$(old -c "SELECT node_id FROM storlab.node")
+NODES=$(old -c "SELECT string_agg(node_id::text, ',' ORDER BY node_id) FROM storlab.nodes")
+MEMBER_NODE=$(old -c "SELECT node_id FROM storlab.fleet_members WHERE name = 'member'")
 declare -A QUERIES=(
   [experiment_report]="SELECT r FROM storlab.experiment_report($EXP) WITH ORDINALITY r ORDER BY ordinality"
   [chart_svg experiment]="SELECT storlab.chart_svg('experiment', $EXP)"
@@ -411,6 +456,27 @@ upgrade_to() {
   if [[ $out == "$BATCH_MOVES pg_default" ]]; then ok=ok; else ok=fail; fi
   tap "$ok" "$target: undo_batch() takes back a move made before the upgrade"
   [[ $ok == fail ]] && echo "$out" | sed 's/^/#   /'
+
+  # 5. a new node; the fleet follows its member
+  local node
+  node=$(new -c "SELECT node_id FROM storlab.node" 2>&1)
+  is "$( [[ -n $node && $node != "$NODE" ]] && echo "another node" || echo "${node:-no node}")" "another node" \
+    "$target: the upgraded cluster is a new node: storlab.node names another node_id than before ($NODE)"
+  is "$(new -c "SELECT string_agg(DISTINCT coalesce(node_id::text, 'NULL'), ',') FROM storlab.probes WHERE id > ${max_before[probe]}")" \
+    "$node" "$target: the probes stored after the upgrade carry the new node"
+  is "$(new -c "SELECT count(*) FROM storlab.nodes WHERE node_id = ANY ('{$NODES}') OR node_id = '$node'")" \
+    "$(($(tr ',' '\n' <<<"$NODES" | grep -c .) + 1))" \
+    "$target: storlab.nodes keeps the old cluster's nodes, and has the new one beside them"
+  out=$(new -c "ALTER SERVER storlab_fleet_member OPTIONS (SET port '$NEW_PORT')" \
+        -c "SELECT string_agg(s.table_name || ' ' || s.rows_copied || coalesce(' ' || s.error, ''), ', ' ORDER BY s.table_name)
+              FROM storlab.fleet_sync() s" 2>&1)
+  is "$out" "baseline_probes 0, baselines 0, bench_runs 0, experiments 0, probes 0" \
+    "$target: a sync of the fleet's member after the upgrade copies nothing twice"
+  out=$(new -c "SELECT node_id FROM storlab.fleet_members WHERE name = 'member'" 2>&1)
+  is "$( [[ -n $out && $out != "$MEMBER_NODE" ]] && echo "another node" || echo "${out:-no node}")" "another node" \
+    "$target: and reads the member as the new node it is ($MEMBER_NODE before)"
+  is "$(new -c "SELECT string_agg(DISTINCT server, ',') FROM storlab.fleet_probes")" member \
+    "$target: its rows of before the upgrade are still shown under its name"
 
   stop "$NEW_BIN" "$data"
   # the new cluster's folders in the shared tablespaces go with it

@@ -3,9 +3,9 @@
 # move, an online index move, a bench run and an experiment in a database of
 # its own, then prints, per row, every column (nested jsonb keys included)
 # with its JSON type, the text values that do not vary between runs, and the
-# scale of nested numbers. Figures, ids and times vary; the shape does not:
-# the output of two builds is compared with diff to show that a change in
-# how rows are written left the stored rows as they were.
+# scale of nested numbers. Figures, ids, node_ids and times vary; the
+# shape does not: the output of two builds is compared with diff to show
+# that a change in how rows are written left the stored rows as they were.
 #   test/record_shapes.sh > before.txt; (install the other build); test/record_shapes.sh > after.txt
 #   STORLAB_SHAPES_FROM=0.1.0  the extension is created at that release and
 #                              updated first (its tables' columns in another
@@ -48,6 +48,7 @@ LANGUAGE sql AS $$
          CASE jsonb_typeof(v)
            WHEN 'string' THEN CASE WHEN v #>> '{}' ~ '^(\d{4}-\d\d-\d\d[ T]|\\x)' THEN '(time or bytes)'
                                    WHEN v #>> '{}' ~ '^\d+$' THEN '(digits: an oid)'
+                                   WHEN v #>> '{}' ~ '^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$' THEN '(a uuid: a node_id)'
                                    WHEN p ~ '(moved_at|created_at|started_at|finished_at|query|statement|note|invalid|current_action|relation_name|pgbench_version)$'
                                         AND v #>> '{}' ~ '\d' THEN '(text with figures)'
                                    ELSE v #>> '{}' END

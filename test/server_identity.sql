@@ -5,8 +5,21 @@
 -- rows written under another identifier (42), listed or not.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(9);
+SELECT plan(10);
 SET client_min_messages = warning;
+
+-- The node (storlab.nodes, node_id()): one minted by a transaction that
+-- rolls back is gone, and the backend must not go on naming it, even after
+-- reading it back before the rollback. (First in the file: the session has
+-- read no node yet.)
+SAVEPOINT tap_node;
+DELETE FROM storlab.nodes;
+SELECT storlab.node_id() IS NOT NULL AS minted;
+SELECT storlab.node_id() IS NOT NULL AS read_back;
+ROLLBACK TO SAVEPOINT tap_node;
+SELECT storlab.node_id() AS node \gset
+SELECT ok(:'node'::uuid IN (SELECT node_id FROM storlab.nodes),
+          'after a rollback node_id() names a node storlab.nodes records, not the one rolled back');
 
 SELECT is((SELECT array_agg(system_identifier) FROM storlab.server_identities
             WHERE system_identifier = (SELECT system_identifier FROM pg_control_system())),

@@ -301,7 +301,9 @@ impl Baseline {
 
     /// The tablespaces it was taken on.
     fn tablespaces(&self) -> Vec<String> {
-        let read = match self {
+        // read as the owner, as every other read of storlab's bookkeeping:
+        // the caller may hold EXECUTE without SELECT on its tables
+        as_owner(|| match self {
             Baseline::Local(id) => Spi::get_one_with_args::<Vec<Name>>(
                 "SELECT tablespaces FROM storlab.baselines WHERE id = $1",
                 &[(*id).into()],
@@ -310,14 +312,13 @@ impl Baseline {
                 "SELECT tablespaces FROM storlab.fleet_baselines WHERE node_id = $1 AND id = $2",
                 &[(*node).into(), (*id).into()],
             ),
-        };
-        as_owner(|| read)
-            .map_err(spi("reading the baseline"))
-            .or_raise()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|n| n.0)
-            .collect()
+        })
+        .map_err(spi("reading the baseline"))
+        .or_raise()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|n| n.0)
+        .collect()
     }
 }
 

@@ -104,7 +104,15 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
         .ok()
         .flatten();
         if let Some(id) = found {
-            NODE.with(|n| n.set(Some(*id)));
+            // Remembered only when it cannot be this transaction's own row
+            // (a transaction with no xid has written nothing): minted by an
+            // earlier call of this transaction, it goes if the transaction
+            // rolls back, and the backend would go on naming a node that no
+            // row of storlab.nodes records.
+            // SAFETY: reads backend-global transaction state.
+            if unsafe { pg_sys::GetTopTransactionIdIfAny() } == pg_sys::InvalidTransactionId {
+                NODE.with(|n| n.set(Some(*id)));
+            }
             return Some(id);
         }
         // SAFETY: reads a backend-global flag.
