@@ -35,7 +35,7 @@
 # throwaway clusters (a server a killed run left there is stopped first),
 # removed at exit (kept, the servers stopped, with STORLAB_FLEET_KEEP=1);
 # STORLAB_FLEET_PORT (54401): the first throwaway cluster's port; the
-# second, the clone and an unused port follow it (+1, +2, +8).
+# second, the clone, a standby and an unused port follow it (+1, +2, +3, +8).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -46,6 +46,7 @@ T0=$SECONDS
 PORT_ONE=${STORLAB_FLEET_PORT:-54401}
 PORT_TWO=$((PORT_ONE + 1))
 PORT_CLONE=$((PORT_ONE + 2))
+PORT_STANDBY=$((PORT_ONE + 3))
 PORT_NONE=$((PORT_ONE + 8))   # nothing listens there
 MEMBER_DB=storlab_fleet_member
 COLLECTOR=storlab_fleet_collector
@@ -365,6 +366,25 @@ is "$(collector -c "SELECT (SELECT count(*) FROM pg_foreign_server WHERE srvname
   "0 0 0 0 | $m_one" \
   "fleet_remove('clone', keep_results => false) drops its foreign server, schema and rows, and leaves one's rows alone"
 stop clone
+
+# ---- a standby of one -------------------------------------------------------
+
+# (pg_basebackup -R: it starts in recovery, streaming from one)
+install -d -o "$(stat -c %U "$SOCK")" -m 700 "$WORK/standby"
+if as_owner "$PG_BIN/pg_basebackup" -h "$SOCK" -p "$PORT_ONE" -U postgres -D "$WORK/standby/data" -c fast -X stream -R \
+     >"$WORK/standby/basebackup.log" 2>&1 \
+   && echo "port = $PORT_STANDBY" >>"$WORK/standby/data/postgresql.conf" && start standby; then
+  is "$(on "$PORT_STANDBY" -c "SELECT (node_id IS NULL) || ' ' || in_recovery FROM storlab.node")" "true true" \
+    "a standby of one has no node of its own (storlab.node: node_id NULL, in recovery)"
+  add standby "$(conninfo "$PORT_STANDBY")" >/dev/null
+  is "$(grep -c 'is a standby: add its primary' "$WORK/collector.err") $(collector -c "SELECT (SELECT count(*) FROM pg_foreign_server WHERE srvname = 'storlab_fleet_standby')
+                                                                              + (SELECT count(*) FROM storlab.fleet_members WHERE name = 'standby')")" \
+    "1 0" "fleet_add of a standby is refused (its sessions do not show its primary's open transactions), and leaves nothing behind"
+  stop standby
+else
+  tap fail "a standby of one starts on port $PORT_STANDBY"
+  sed 's/^/#   /' "$WORK/standby/basebackup.log" "$WORK/standby/server.log" 2>/dev/null | tail -20
+fi
 
 # ---- a member on an older storlab -------------------------------------------
 

@@ -63,6 +63,10 @@ thread_local! {
     /// committed before this call): a node minted in a transaction that
     /// later rolls back must not be remembered.
     static NODE: std::cell::Cell<Option<[u8; 16]>> = const { std::cell::Cell::new(None) };
+    /// The transaction (its xid) that minted this backend's node, until a
+    /// later one reads it back committed.
+    static MINTED_IN: std::cell::Cell<pg_sys::TransactionId> =
+        const { std::cell::Cell::new(pg_sys::InvalidTransactionId) };
 }
 
 /// This database's node (sql/catalog/fleet.sql): the row of storlab.nodes
@@ -96,21 +100,28 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
             dir.as_str().into(),
             database.into(),
         ];
-        let found = Spi::get_one_with_args::<pgrx::datum::Uuid>(
-            "SELECT node_id FROM storlab.nodes
-              WHERE system_identifier = $1 AND hostname = $2 AND data_directory = $3 AND database_oid = $4",
-            &args,
-        )
+        // a read-only SPI call (pgrx's get_one would give the transaction
+        // an xid, and the check below would never remember the node)
+        let found = Spi::connect(|c| {
+            c.select(
+                "SELECT node_id FROM storlab.nodes
+                  WHERE system_identifier = $1 AND hostname = $2 AND data_directory = $3 AND database_oid = $4",
+                Some(1),
+                &args,
+            )?
+            .first()
+            .get_one::<pgrx::datum::Uuid>()
+        })
         .ok()
         .flatten();
         if let Some(id) = found {
-            // Remembered only when it cannot be this transaction's own row
-            // (a transaction with no xid has written nothing): minted by an
-            // earlier call of this transaction, it goes if the transaction
-            // rolls back, and the backend would go on naming a node that no
-            // row of storlab.nodes records.
+            // Remembered only when it is not this transaction's own row:
+            // minted by an earlier call of this transaction, it goes if the
+            // transaction rolls back, and the backend would go on naming a
+            // node that no row of storlab.nodes records.
             // SAFETY: reads backend-global transaction state.
-            if unsafe { pg_sys::GetTopTransactionIdIfAny() } == pg_sys::InvalidTransactionId {
+            let this = unsafe { pg_sys::GetTopTransactionIdIfAny() };
+            if MINTED_IN.with(|m| m.get()) != this || this == pg_sys::InvalidTransactionId {
                 NODE.with(|n| n.set(Some(*id)));
             }
             return Some(id);
@@ -121,13 +132,16 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
             return None;
         }
         // another session minting the same node at once: its row, once committed
-        Spi::get_one_with_args::<pgrx::datum::Uuid>(
+        let minted = Spi::get_one_with_args::<pgrx::datum::Uuid>(
             "INSERT INTO storlab.nodes AS n (system_identifier, hostname, data_directory, database_oid) VALUES ($1, $2, $3, $4)
              ON CONFLICT (system_identifier, hostname, data_directory, database_oid) DO UPDATE SET node_id = n.node_id
              RETURNING node_id",
             &args,
         )
         .ok()
-        .flatten()
+        .flatten();
+        // SAFETY: reads backend-global transaction state (the INSERT gave it an xid).
+        MINTED_IN.with(|m| m.set(unsafe { pg_sys::GetTopTransactionIdIfAny() }));
+        minted
     })
 }
