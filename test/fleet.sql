@@ -13,6 +13,7 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+DROP VIEW IF EXISTS public.tap_fleet_view;
 DO $$ BEGIN
   IF EXISTS (SELECT FROM storlab.fleet_members WHERE name LIKE 'tap\_%') THEN
     PERFORM storlab.fleet_remove(name, keep_results => false) FROM storlab.fleet_members WHERE name LIKE 'tap\_%';
@@ -27,12 +28,15 @@ DO $$ BEGIN
     EXECUTE 'DROP OWNED BY tap_fleet_nobody CASCADE';
     DROP ROLE tap_fleet_nobody;
   END IF;
+
 END $$;
 DROP SCHEMA IF EXISTS tap_fleet_evil CASCADE;
 DROP DATABASE IF EXISTS storlab_tap_fleet_a WITH (FORCE);
 DROP DATABASE IF EXISTS storlab_tap_fleet_b WITH (FORCE);
+DROP DATABASE IF EXISTS storlab_tap_fleet_c WITH (FORCE);
+DROP ROLE IF EXISTS tap_fleet_remote;
 RESET client_min_messages;
-SELECT plan(45);
+SELECT plan(49);
 \ir lib/probe_helpers.sql
 
 SELECT split_part(current_setting('unix_socket_directories'), ',', 1) AS sock, current_setting('port') AS port \gset
@@ -118,6 +122,7 @@ SELECT is((SELECT sum(rows_copied) FROM storlab.fleet_sync() WHERE server LIKE '
 -- reader (pg_monitor) reads the copies and compares, but sees no password.
 CREATE ROLE tap_fleet_reader IN ROLE pg_monitor;
 CREATE ROLE tap_fleet_nobody;
+CREATE ROLE tap_fleet_remote LOGIN;
 GRANT EXECUTE ON FUNCTION storlab.fleet_add(text, text), storlab.fleet_remove(text, boolean) TO tap_fleet_reader;
 SET ROLE tap_fleet_reader;
 SELECT throws_ok(format('SELECT storlab.fleet_add(%L, %L)', 'tap_c', :'conn_a'), '42501', NULL,
@@ -187,7 +192,28 @@ SELECT alike((SELECT error FROM storlab.fleet_sync('tap_a')), '%older than 0.5.0
              'one older than 0.5.0 too');
 SELECT dblink_exec('a', format('UPDATE pg_extension SET extversion = %L WHERE extname = %L', :'a_version', 'storlab'));
 
--- 10. A server that cannot be reached any more gives an error row, the
+-- 10. A server is read as a role that sees every session there
+-- (pg_read_all_stats): one that can read storlab's tables but not that is
+-- refused, or its syncs could pass over other roles' results for good.
+SELECT dblink_exec('a', 'GRANT SELECT ON storlab.node, storlab.probes, storlab.baselines, storlab.baseline_probes,
+                              storlab.bench_runs, storlab.experiments TO tap_fleet_remote');
+SELECT pg_temp.error_of(format('SELECT storlab.fleet_add(%L, %L)', 'tap_c', :'conn_a' || ' user=tap_fleet_remote')) AS blind \gset
+SELECT alike(:'blind'::text, '42501 the role fleet server "tap_c" is read as cannot see every session there: it needs pg_read_all_stats%',
+             'a server read as a role without pg_read_all_stats is refused: 42501');
+SELECT dblink_exec('a', 'REVOKE ALL ON storlab.node, storlab.probes, storlab.baselines, storlab.baseline_probes,
+                              storlab.bench_runs, storlab.experiments FROM tap_fleet_remote');
+
+-- 11. fleet_remove drops only what fleet_add made: a view of the DBA's on
+-- a server's foreign table stops it (2BP01), and nothing is dropped.
+CREATE VIEW public.tap_fleet_view AS SELECT id FROM storlab_fleet_tap_a.probes;
+SELECT throws_ok($$SELECT storlab.fleet_remove('tap_a')$$, '2BP01', NULL,
+                 'fleet_remove of a server a view depends on is refused: 2BP01');
+SELECT is((SELECT count(*) FROM storlab.fleet_members WHERE name = 'tap_a')
+          + (SELECT count(*) FROM pg_foreign_server WHERE srvname = 'storlab_fleet_tap_a'), 2::bigint,
+          'and nothing is dropped');
+DROP VIEW public.tap_fleet_view;
+
+-- 12. A server that cannot be reached any more gives an error row, the
 -- others sync, and its last_error says why.
 SELECT dblink_disconnect(c) FROM unnest(ARRAY['a', 'b']) c;
 DROP DATABASE storlab_tap_fleet_b WITH (FORCE);
@@ -197,7 +223,18 @@ SELECT is((SELECT count(*) FROM storlab.fleet_sync() WHERE server = 'tap_a' AND 
           'while the others sync');
 SELECT ok((SELECT last_error FROM storlab.fleet_servers WHERE name = 'tap_b') ~ 'storlab_tap_fleet_b', 'fleet_servers says why');
 
--- 11. Removed, with or without its results.
+-- 13. A copy of a database made with CREATE DATABASE ... TEMPLATE is a
+-- node of its own.
+SELECT postgres_fdw_disconnect_all() IS NOT NULL AS disconnected;
+CREATE DATABASE storlab_tap_fleet_c TEMPLATE storlab_tap_fleet_a;
+SELECT dblink_connect('c', format('host=%s port=%s dbname=storlab_tap_fleet_c', :'sock', :'port'));
+SELECT isnt((SELECT n FROM dblink('c', 'SELECT node_id FROM storlab.node') AS t(n uuid)),
+            (SELECT node_id FROM storlab.fleet_members WHERE name = 'tap_a'),
+            'a copy made with CREATE DATABASE ... TEMPLATE is a node of its own');
+SELECT dblink_disconnect('c');
+DROP DATABASE storlab_tap_fleet_c WITH (FORCE);
+
+-- 14. Removed, with or without its results.
 SELECT storlab.fleet_remove('tap_b');
 SELECT storlab.fleet_remove('tap_a', keep_results => false);
 SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_b') > 0
@@ -213,3 +250,4 @@ DROP OWNED BY tap_fleet_reader CASCADE;
 DROP ROLE tap_fleet_reader;
 DROP ROLE tap_fleet_nobody;
 DROP DATABASE storlab_tap_fleet_a WITH (FORCE);
+DROP ROLE tap_fleet_remote;
