@@ -1250,6 +1250,14 @@ BEGIN
             || coalesce(' OPTIONS (' || mapping_options || ')', '');
   EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT, state = RETURNED_SQLSTATE;
+    -- (an empty DETAIL or HINT would print as an empty line)
+    IF detail = '' AND hint = '' THEN
+      RAISE EXCEPTION USING MESSAGE = msg, ERRCODE = state;
+    ELSIF hint = '' THEN
+      RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, ERRCODE = state;
+    ELSIF detail = '' THEN
+      RAISE EXCEPTION USING MESSAGE = msg, HINT = hint, ERRCODE = state;
+    END IF;
     RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, HINT = hint, ERRCODE = state;
   END;
   EXECUTE format('CREATE SCHEMA %I AUTHORIZATION %I', sch, owner);
@@ -1314,7 +1322,7 @@ BEGIN
     EXCEPTION WHEN dependent_objects_still_exist THEN
       GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
       RAISE EXCEPTION 'fleet server "%" is not removed: %', fleet_remove.name, msg
-        USING ERRCODE = '2BP01', DETAIL = detail,
+        USING ERRCODE = '2BP01', DETAIL = coalesce(nullif(detail, ''), 'Something of someone else''s depends on it.'),
               HINT = format('storlab drops only what fleet_add made (foreign server, user mapping and schema %s): drop or move those objects first.', sch);
     END;
   END IF;
