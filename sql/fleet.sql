@@ -5,10 +5,10 @@
 -- this cluster reached through its own socket: each database's storlab is
 -- a node of its own, as two machines would be.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS storlab;
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
 SELECT current_setting('unix_socket_directories') AS sock, current_setting('port') AS port \gset
-SET client_min_messages = warning;
 DROP DATABASE IF EXISTS storlab_regress_old;
 DROP DATABASE IF EXISTS storlab_regress_new;
 CREATE DATABASE storlab_regress_old;
