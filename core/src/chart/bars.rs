@@ -247,6 +247,18 @@ pub fn tablespaces(title: &str, rows: &[TablespaceFigures]) -> Result<String> {
     })
 }
 
+/// Room for the names down the side of a bar panel: about 7 px a character
+/// of the small font, at least 90 px and at most half the panel, so that a
+/// fleet chart's "server/tablespace" names are not cut at the left edge.
+fn name_area(rows: &[TablespaceFigures], panel_width: u32) -> u32 {
+    let longest = rows
+        .iter()
+        .map(|r| r.tablespace.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    (longest * 7 + 12).clamp(90, (panel_width / 2).max(90))
+}
+
 fn panel_bars(
     area: &DrawingArea<SVGBackend, Shift>,
     rows: &[TablespaceFigures],
@@ -259,7 +271,7 @@ fn panel_bars(
     let mut chart = ChartBuilder::on(area)
         .margin(10)
         .x_label_area_size(40)
-        .y_label_area_size(90)
+        .y_label_area_size(name_area(rows, area.dim_in_pixel().0))
         .caption(desc, label_font())
         .build_cartesian_2d(0f64..headroom(max) * 1.1, 0f64..n as f64)?;
     // the first row at the top
@@ -298,4 +310,33 @@ fn panel_bars(
         )
     }))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod name_area_tests {
+    use super::{name_area, TablespaceFigures};
+
+    fn named(names: &[&str]) -> Vec<TablespaceFigures> {
+        names
+            .iter()
+            .map(|n| TablespaceFigures {
+                tablespace: n.to_string(),
+                randread_p99_us: Some(1.0),
+                wal_commit_p99_us: None,
+                seq_mib_s: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn short_names_keep_the_usual_room() {
+        assert_eq!(name_area(&named(&["pg_default", "lab_ram"]), 320), 90);
+    }
+
+    #[test]
+    fn a_fleet_name_gets_room_for_itself_up_to_half_the_panel() {
+        let room = name_area(&named(&["old_array/pg_default"]), 320);
+        assert!(room >= 20 * 7, "{room}");
+        assert_eq!(name_area(&named(&[&"x".repeat(60)]), 320), 160);
+    }
 }
