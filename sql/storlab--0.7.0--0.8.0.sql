@@ -902,6 +902,7 @@ DECLARE
   other text;
   unseen boolean;
   prepared boolean;
+  version text;
 BEGIN
   IF pg_catalog.to_regclass(format('%I.remote_extension', sch)) IS NULL THEN
     EXECUTE format('CREATE FOREIGN TABLE %I.remote_extension (extname name, extversion text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
@@ -984,13 +985,12 @@ BEGIN
       USING ERRCODE = '42710',
             HINT = 'A server is read under one name: storlab.fleet_remove() the other first (its results can be kept).';
   END IF;
+  EXECUTE format('SELECT setting FROM %I.remote_settings WHERE name = %L', sch, 'server_version') INTO version;
   UPDATE storlab.fleet_members m
-     SET storlab_version = theirs, node_id = n.node_id,
+     SET storlab_version = theirs, node_id = n.node_id, server_version = version,
          system_identifier = coalesce(n.system_identifier, m.system_identifier),
          hostname = coalesce(n.hostname, m.hostname)
    WHERE m.name = server;
-  EXECUTE format('UPDATE storlab.fleet_members SET server_version = (SELECT setting FROM %I.remote_settings WHERE name = %L) WHERE name = $1',
-                 sch, 'server_version') USING server;
   IF n.node_id IS NOT NULL THEN
     -- its own node is shown under it, whoever delivered that node's rows first
     INSERT INTO storlab.fleet_nodes AS f (node_id, server, own) VALUES (n.node_id, server, true)

@@ -160,28 +160,14 @@ fn curve_points(query: &str) -> Vec<CurvePoint> {
 /// The newest 1-worker standard-suite probes of every tablespace (and pg_wal).
 pub fn suite_figures() -> Vec<SuiteFigure> {
     let newest_suite = newest_suite_probes();
-    Spi::connect(|c| {
-        c.select(
-            &format!(
-                "SELECT tablespace::text, workload, lat_p99_us, mib_s
-                   FROM ({newest_suite}) newest
-                  WHERE workers = 1"
-            ),
-            None,
-            &[],
-        )?
-        .map(|r| {
-            Ok(SuiteFigure {
-                tablespace: r.get(1)?.unwrap_or_default(),
-                workload: r.get(2)?.unwrap_or_default(),
-                p99_us: r.get(3)?,
-                mib_s: r.get(4)?,
-            })
-        })
-        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
-    })
-    .map_err(spi("reading the probes"))
-    .or_raise()
+    figures_from(
+        &format!(
+            "SELECT tablespace::text, workload, lat_p99_us, mib_s
+               FROM ({newest_suite}) newest
+              WHERE workers = 1"
+        ),
+        "reading the probes",
+    )
 }
 
 /// The newest 1-worker standard-suite probes of every fleet server's
@@ -196,24 +182,27 @@ pub fn fleet_suite_figures() -> Vec<SuiteFigure> {
         per_group: "1",
     }
     .sql();
+    figures_from(
+        &format!("SELECT server || '/' || tablespace, workload, lat_p99_us, mib_s FROM ({newest}) newest"),
+        "reading the fleet's probes",
+    )
+}
+
+/// The rows of `sql` (name, workload, p99 in µs, MiB/s) as the tablespaces
+/// chart draws them.
+fn figures_from(sql: &str, what: &'static str) -> Vec<SuiteFigure> {
     Spi::connect(|c| {
-        c.select(
-            &format!(
-                "SELECT server || '/' || tablespace, workload, lat_p99_us, mib_s FROM ({newest}) newest"
-            ),
-            None,
-            &[],
-        )?
-        .map(|r| {
-            Ok(SuiteFigure {
-                tablespace: r.get(1)?.unwrap_or_default(),
-                workload: r.get(2)?.unwrap_or_default(),
-                p99_us: r.get(3)?,
-                mib_s: r.get(4)?,
+        c.select(sql, None, &[])?
+            .map(|r| {
+                Ok(SuiteFigure {
+                    tablespace: r.get(1)?.unwrap_or_default(),
+                    workload: r.get(2)?.unwrap_or_default(),
+                    p99_us: r.get(3)?,
+                    mib_s: r.get(4)?,
+                })
             })
-        })
-        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
-    .map_err(spi("reading the fleet's probes"))
+    .map_err(spi(what))
     .or_raise()
 }

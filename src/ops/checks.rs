@@ -79,15 +79,27 @@ pub fn check_probes(
 
 /// The values of one metric of stored probes, in id order (NULLs skipped).
 pub fn metric_values(ids: &[i64], metric: Metric) -> Vec<f64> {
+    metric_values_of("storlab.probes", None, ids, metric)
+}
+
+/// The values of one metric of the probes `ids` of `table` (storlab.probes,
+/// or a fleet server's copies of `node` in storlab.fleet_probes), in id
+/// order (NULLs skipped).
+fn metric_values_of(
+    table: &str,
+    node: Option<pgrx::datum::Uuid>,
+    ids: &[i64],
+    metric: Metric,
+) -> Vec<f64> {
     as_owner(|| {
         Spi::connect(|c| {
             c.select(
                 &format!(
-                    "SELECT {} FROM storlab.probes WHERE id = ANY($1) ORDER BY id",
+                    "SELECT {} FROM {table} WHERE id = ANY($1) AND ($2::uuid IS NULL OR node_id = $2) ORDER BY id",
                     metric.as_str()
                 ),
                 None,
-                &[ids.to_vec().into()],
+                &[ids.to_vec().into(), node.into()],
             )?
             .map(|r| r.get::<f64>(1))
             .filter_map(|v| v.transpose())
@@ -279,23 +291,9 @@ impl Baseline {
     fn values(&self, ids: &[i64], metric: Metric) -> Vec<f64> {
         match self {
             Baseline::Local(_) => metric_values(ids, metric),
-            Baseline::Fleet { node, .. } => as_owner(|| {
-                Spi::connect(|c| {
-                    c.select(
-                        &format!(
-                            "SELECT {} FROM storlab.fleet_probes WHERE node_id = $2 AND id = ANY($1) ORDER BY id",
-                            metric.as_str()
-                        ),
-                        None,
-                        &[ids.to_vec().into(), (*node).into()],
-                    )?
-                    .map(|r| r.get::<f64>(1))
-                    .filter_map(|v| v.transpose())
-                    .collect::<Result<Vec<_>, _>>()
-                })
-                .map_err(spi("reading a fleet server's probes"))
-                .or_raise()
-            }),
+            Baseline::Fleet { node, .. } => {
+                metric_values_of("storlab.fleet_probes", Some(*node), ids, metric)
+            }
         }
     }
 
