@@ -13,6 +13,7 @@
 //! - `report`: comparisons, experiment reports, CI checks' verdicts
 //! - `advice`, `chart`: what storlab recommends and draws, from plain figures
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
+//! - `repack`: pg_repack for online table moves: versions, command line, phases
 //! - `hdr`: HdrHistogram encoding and merging
 //! - `newest`: the newest rows of each group of a long history, through an index
 //! - `sql_text`: identifiers and literals quoted as PostgreSQL quotes them
@@ -30,6 +31,7 @@ pub mod pgbench;
 pub mod probe;
 pub mod record;
 pub mod relocate;
+pub mod repack;
 pub mod report;
 pub mod request;
 pub mod sql_text;

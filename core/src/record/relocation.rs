@@ -36,6 +36,11 @@ pub struct Relocation {
     pub previous_relation: Option<u32>,
     /// the batch a row of undo_batch() undoes
     pub undoes_batch: Option<i64>,
+    /// moved while writes went on (REINDEX CONCURRENTLY, pg_repack)
+    pub online: bool,
+    /// a table moved online: the longest another session waited for a
+    /// lock on it meanwhile
+    pub writers_blocked_s: Option<f64>,
 }
 
 impl Record for Relocation {
@@ -70,7 +75,9 @@ mod tests {
                 "system_identifier",
                 "hostname",
                 "previous_relation",
-                "undoes_batch"
+                "undoes_batch",
+                "online",
+                "writers_blocked_s"
             ]
         );
     }

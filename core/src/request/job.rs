@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bench::{BenchInit, BenchRun, MoveIndexes};
 use super::experiment::Experiment;
+use super::relocate::MoveOnline;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -13,6 +14,7 @@ pub enum JobSpec {
     BenchInit(BenchInit),
     Bench(BenchRun),
     MoveIndexes(MoveIndexes),
+    MoveOnline(MoveOnline),
     Experiment(Experiment),
 }
 
@@ -23,6 +25,7 @@ impl JobSpec {
             JobSpec::BenchInit(_) => "bench_init",
             JobSpec::Bench(_) => "bench",
             JobSpec::MoveIndexes(_) => "move_indexes",
+            JobSpec::MoveOnline(_) => "move_online",
             JobSpec::Experiment(_) => "experiment",
         }
     }
