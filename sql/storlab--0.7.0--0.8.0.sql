@@ -27,6 +27,74 @@ UPDATE storlab.relocations
    SET undoes_batch = pg_catalog.substring(label, '^undo of batch ([0-9]+)$')::bigint
  WHERE label ~ '^undo of batch [0-9]+$';
 
+-- ---- online moves ----
+-- A row says whether writes went on during its move (REINDEX CONCURRENTLY
+-- through move_indexes_online, or pg_repack), and for a table moved online
+-- the longest any other session waited for a lock on it meanwhile.
+ALTER TABLE storlab.relocations
+  ADD COLUMN online boolean NOT NULL DEFAULT false,
+  ADD COLUMN writers_blocked_s float8;
+UPDATE storlab.relocations SET online = true WHERE label = 'move_indexes_online';
+-- a table moved online through pg_repack is a job of its own kind
+ALTER TABLE storlab.job_records DROP CONSTRAINT job_records_kind_check;
+ALTER TABLE storlab.job_records ADD CONSTRAINT job_records_kind_check
+  CHECK (kind IN ('bench_init', 'bench', 'move_indexes', 'move_online', 'experiment'));
+-- move, apply_layout, restore_layout and undo_batch take online => true:
+-- a new last argument, so each is made again, with its grants.
+DROP FUNCTION storlab.move(regclass, name, boolean, interval, boolean);
+CREATE FUNCTION storlab."move"(
+	"relation" regclass,
+	"tablespace" name,
+	"with_indexes" bool DEFAULT true,
+	"lock_timeout" interval DEFAULT '5 seconds',
+	"dry_run" bool DEFAULT false,
+	"online" bool DEFAULT false
+) RETURNS SETOF storlab.relocations
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'move_relation_wrapper';
+REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean, boolean) FROM PUBLIC;
+
+DROP FUNCTION storlab.apply_layout(name, name, name, interval, boolean);
+CREATE FUNCTION storlab."apply_layout"(
+	"tables_tablespace" name,
+	"indexes_tablespace" name,
+	"schema_name" name DEFAULT 'public',
+	"lock_timeout" interval DEFAULT '5 seconds',
+	"dry_run" bool DEFAULT false,
+	"online" bool DEFAULT false
+) RETURNS SETOF storlab.relocations
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'apply_layout_wrapper';
+REVOKE ALL ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean, boolean) FROM PUBLIC;
+
+DROP FUNCTION storlab.restore_layout(timestamptz, interval);
+CREATE FUNCTION storlab."restore_layout"(
+	"at" timestamp with time zone,
+	"lock_timeout" interval DEFAULT '5 seconds',
+	"online" bool DEFAULT false
+) RETURNS SETOF storlab.relocations
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'restore_layout_wrapper';
+REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz, interval, boolean) FROM PUBLIC;
+
+DROP FUNCTION storlab.undo_batch(bigint, interval);
+CREATE FUNCTION storlab."undo_batch"(
+	"batch_id" bigint,
+	"lock_timeout" interval DEFAULT '5 seconds',
+	"online" bool DEFAULT false
+) RETURNS SETOF storlab.relocations
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'undo_batch_wrapper';
+REVOKE ALL ON FUNCTION storlab.undo_batch(bigint, interval, boolean) FROM PUBLIC;
+
 -- ---- PostgreSQL 18 names NOT NULL constraints ----
 -- storlab.job_records was storlab.jobs before 0.2.0: on 18 its NOT NULL
 -- constraints keep the old table's names (jobs_id_not_null, ...), where a

@@ -123,10 +123,10 @@ REVOKE ALL ON FUNCTION storlab.regressions(text, name[], double precision, inter
 GRANT SELECT ON storlab.baselines, storlab.baseline_probes TO pg_monitor;
 
 -- Relocation moves relations (as their owner could by hand): not for PUBLIC.
-REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz, interval) FROM PUBLIC;
-REVOKE ALL ON FUNCTION storlab.undo_batch(bigint, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz, interval, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.undo_batch(bigint, interval, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.layout(name) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.layout(name) TO pg_monitor;
 GRANT SELECT ON storlab.relocations TO pg_monitor;

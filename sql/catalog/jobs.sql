@@ -4,7 +4,7 @@
 -- The rows as stored; read them through the view storlab.jobs below.
 CREATE TABLE storlab.job_records (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    kind        text        NOT NULL CHECK (kind IN ('bench_init', 'bench', 'move_indexes', 'experiment')),
+    kind        text        NOT NULL CHECK (kind IN ('bench_init', 'bench', 'move_indexes', 'move_online', 'experiment')),
     status      text        NOT NULL DEFAULT 'queued'
                             CHECK (status IN ('queued', 'running', 'cancelling', 'done', 'failed', 'cancelled')),
     args        jsonb       NOT NULL,

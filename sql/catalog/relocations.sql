@@ -25,7 +25,13 @@ CREATE TABLE storlab.relocations (
     previous_relation oid,
     -- a row of undo_batch(N): N. A batch undone since is no later move of
     -- its relations when an earlier batch is undone: the two cancel out
-    undoes_batch      bigint
+    undoes_batch      bigint,
+    -- moved while writes went on: REINDEX CONCURRENTLY, or pg_repack for a
+    -- table (storlab.move(..., online => true))
+    online            boolean     NOT NULL DEFAULT false,
+    -- an online move of a table: the longest any other session waited for
+    -- a lock on it while pg_repack ran (sampled from pg_locks.waitstart)
+    writers_blocked_s float8
 );
 
 CREATE INDEX relocations_moved_at ON storlab.relocations (moved_at);

@@ -3,7 +3,9 @@
 //!
 //! A call is one transaction: every relation is locked, moved and recorded in
 //! storlab.relocations inside the caller's transaction, so an error or a
-//! cancel leaves every relation where it was and no row behind.
+//! cancel leaves every relation where it was and no row behind. With
+//! `online => true` a call checks and plans, and a job moves the tables
+//! through pg_repack while writes go on (`ops::online`).
 
 use std::time::Duration;
 
@@ -31,6 +33,7 @@ fn move_relation(
     with_indexes: default!(Option<bool>, true),
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
     dry_run: default!(Option<bool>, false),
+    online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
     let relation = required(relation, "relation");
     let tablespace = required(tablespace, "tablespace");
@@ -41,6 +44,7 @@ fn move_relation(
         required(with_indexes, "with_indexes"),
         timeout,
         required(dry_run, "dry_run"),
+        required(online, "online"),
     ))
 }
 
@@ -55,6 +59,7 @@ fn apply_layout(
     schema_name: default!(Option<Name>, "'public'"),
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
     dry_run: default!(Option<bool>, false),
+    online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
     let schema = required(schema_name, "schema_name");
     let timeout = timeout_of(lock_timeout);
@@ -64,6 +69,7 @@ fn apply_layout(
         schema,
         timeout,
         required(dry_run, "dry_run"),
+        required(online, "online"),
     ))
 }
 
@@ -77,10 +83,15 @@ fn apply_layout(
 fn restore_layout(
     at: Option<TimestampWithTimeZone>,
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
+    online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
     let at = required(at, "at");
     let timeout = timeout_of(lock_timeout);
-    SetOfIterator::new(relocate::restore_layout(at, timeout))
+    SetOfIterator::new(relocate::restore_layout(
+        at,
+        timeout,
+        required(online, "online"),
+    ))
 }
 
 /// Undoes one batch (one call) of storlab.relocations: each of its relations
@@ -90,10 +101,15 @@ fn restore_layout(
 fn undo_batch(
     batch_id: Option<i64>,
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
+    online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
     let batch = required(batch_id, "batch_id");
     let timeout = timeout_of(lock_timeout);
-    SetOfIterator::new(relocate::undo_batch(batch, timeout))
+    SetOfIterator::new(relocate::undo_batch(
+        batch,
+        timeout,
+        required(online, "online"),
+    ))
 }
 
 /// Every table, index, TOAST table and index, materialized view, partitioned

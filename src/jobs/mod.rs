@@ -17,6 +17,7 @@
 
 mod experiment;
 mod move_indexes;
+mod move_online;
 mod run;
 
 use std::panic::AssertUnwindSafe;
@@ -382,7 +383,12 @@ pub fn stop_requested(job_id: i64) -> Option<String> {
     // every 250 ms: a transaction each time, on a server that is being
     // benchmarked; a committed cancel() also signals the worker, which
     // wakes this at once
-    let signalled = !BackgroundWorker::wait_latch(Some(Duration::from_millis(250)));
+    stop_requested_after(job_id, Duration::from_millis(250))
+}
+
+/// [`stop_requested`], after waiting `wait` on the latch.
+pub fn stop_requested_after(job_id: i64, wait: Duration) -> Option<String> {
+    let signalled = !BackgroundWorker::wait_latch(Some(wait));
     let (status, error) = bookkeeping(|| {
         Spi::get_two_with_args::<String, String>(
             "SELECT status, error FROM storlab.job_records WHERE id = $1",

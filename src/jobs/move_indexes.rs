@@ -122,7 +122,7 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
 /// Cancels the job's own client sessions still running a statement (by pid,
 /// found by their application_name), as the job's role, which started them;
 /// then waits up to two seconds for them to be done.
-fn cancel_backends(tag: &str) {
+pub(super) fn cancel_backends(tag: &str) {
     let busy = || {
         as_caller(|| {
             Spi::get_one_with_args::<i64>(
@@ -334,6 +334,8 @@ fn record(
         hostname: hostname(),
         previous_relation: index.oid.map(|o| o as u32),
         undoes_batch: None,
+        online: true,
+        writers_blocked_s: None,
     };
     bookkeeping(|| {
         Spi::run_with_args(
@@ -348,7 +350,12 @@ fn record(
 /// each would slow every write to the table until dropped. As the job's
 /// role, which owns the table or could not have rebuilt its indexes.
 /// Returns how many it dropped.
-fn drop_invalid_leftovers(job: &Job, conn: &Connection, relation: i64, dir: &Path) -> usize {
+pub(super) fn drop_invalid_leftovers(
+    job: &Job,
+    conn: &Connection,
+    relation: i64,
+    dir: &Path,
+) -> usize {
     // DROP INDEX CONCURRENTLY waits for every transaction holding a lock on
     // the table: bounded, so that a cancel is done within seconds even
     // then (the copy is then left, and said to be)

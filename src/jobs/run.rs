@@ -54,6 +54,7 @@ pub fn run(job: &Job) -> Result<(), JobEnd> {
         JobSpec::BenchInit(r) => init(job, r, &dir.0),
         JobSpec::Bench(r) => bench(job, job.id, r, &dir.0, None, None),
         JobSpec::MoveIndexes(r) => super::move_indexes::run(job, r, &dir.0),
+        JobSpec::MoveOnline(m) => super::move_online::run(job, m, &dir.0),
         JobSpec::Experiment(e) => super::experiment::run(job, e, &dir.0),
     }
 }
@@ -62,12 +63,17 @@ pub fn run(job: &Job) -> Result<(), JobEnd> {
 /// restart interrupted the job, does before it marks the job failed: the
 /// sentence that says so. Only move_indexes jobs ask to be started again
 /// (ops::jobs::launch): a rebuild cut short leaves an invalid index behind.
+/// So do move_online jobs: pg_repack cut short leaves its trigger on the
+/// table, which logs every write until dropped.
 pub fn recover(job: &Job) -> String {
     let dir = RunDir::new(run_dir(job.id));
     let said = "the server restarted (a crash of one of its processes) while the job ran";
     match &job.args.spec {
         JobSpec::MoveIndexes(r) => {
             format!("{said}; {}", super::move_indexes::recover(job, r, &dir.0))
+        }
+        JobSpec::MoveOnline(m) => {
+            format!("{said}; {}", super::move_online::recover(job, m, &dir.0))
         }
         _ => said.to_string(),
     }
@@ -100,6 +106,12 @@ fn run_dir(job_id: i64) -> PathBuf {
             "pgsql_tmp_storlab_job_{}_{job_id}",
             std::process::id()
         ))
+}
+
+/// A client program of the server's own version (pg_repack), from the
+/// server's bin folder.
+pub(super) fn server_program(name: &str) -> PathBuf {
+    pgbench_path().with_file_name(name)
 }
 
 /// pgbench of the server's own version, from the server's bin folder.

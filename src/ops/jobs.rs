@@ -375,7 +375,7 @@ pub fn start(spec: JobSpec) -> i64 {
     .map_err(spi("creating the job"))
     .or_raise()
     .expect("RETURNING id");
-    launch_or_raise(id, kind == "move_indexes");
+    launch_or_raise(id, matches!(kind, "move_indexes" | "move_online"));
     id
 }
 

@@ -31,17 +31,17 @@ use storlab_core::relocate::{human_bytes, note, space_after, statement, Kind, Sp
 
 /// A relation as the catalog describes it, with names already quoted by PostgreSQL.
 #[derive(Debug, Clone)]
-struct Rel {
-    oid: pg_sys::Oid,
-    qualified: String,
-    kind: Kind,
-    tablespace: String,
+pub(super) struct Rel {
+    pub(super) oid: pg_sys::Oid,
+    pub(super) qualified: String,
+    pub(super) kind: Kind,
+    pub(super) tablespace: String,
     /// What a move copies: the relation's files with their forks, and its
     /// TOAST table and TOAST index (pg_table_size's sum), read from disk.
-    bytes: i64,
+    pub(super) bytes: i64,
     owned: bool,
     /// An index's table (for what moving the index does to other sessions).
-    table: Option<String>,
+    pub(super) table: Option<String>,
     /// Permanent (relpersistence 'p'): a reboot of volatile storage loses it.
     logged: bool,
     /// Its main file is not where the catalog says: `bytes` is unknown.
@@ -76,7 +76,7 @@ const REL_SELECT: &str = "
 
 /// The relations a query selects, in its order; kinds storlab does not move
 /// (a foreign table in a partition tree) are left out.
-fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Rel> {
+pub(super) fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Rel> {
     let query = format!("{REL_SELECT} {where_order}");
     let data = data_dir();
     Spi::connect(|c| {
@@ -217,9 +217,9 @@ pub fn check_target(tablespace: &str) -> Result<String, Error> {
 }
 
 /// One step of a plan: a relation and where it goes.
-struct Step {
-    rel: Rel,
-    to: String,
+pub(super) struct Step {
+    pub(super) rel: Rel,
+    pub(super) to: String,
 }
 
 /// Relations already where they should be are skipped, not rewritten;
@@ -343,39 +343,7 @@ fn execute(
     job: Option<i64>,
     undoes: Option<i64>,
 ) -> Vec<RelocationRow> {
-    for s in &steps {
-        if !s.rel.owned {
-            Error::new(
-                SqlState::InsufficientPrivilege,
-                format!(
-                    "must be owner of {} {}",
-                    s.rel.kind.as_str(),
-                    s.rel.qualified
-                ),
-            )
-            .raise();
-        }
-    }
-    // A run measures the layout it records: nothing a running job uses
-    // moves under it. Held from here to the end of the transaction (a
-    // dry run moves nothing, and takes nothing).
-    if !dry_run {
-        let rels: Vec<(pg_sys::Oid, String)> = steps
-            .iter()
-            .map(|s| {
-                (
-                    s.rel.oid,
-                    format!("{} {}", s.rel.kind.as_str(), s.rel.qualified),
-                )
-            })
-            .collect();
-        pgbench_relations_free(&rels, job, lock_timeout).or_raise();
-    }
-    // Room for the copies, before anything is locked: a move that runs the
-    // target out of space fails mid-copy, and meanwhile every other writer
-    // to that filesystem fails too.
-    let folders = target_folders(&steps);
-    let space = space_after_steps(&steps, &folders);
+    let (folders, space) = refuse_what_cannot_move(&steps, lock_timeout, dry_run, job);
     let call_bytes: i64 = steps
         .iter()
         .filter(|s| s.rel.kind.has_storage())
@@ -385,32 +353,6 @@ fn execute(
     // logged relations moved onto volatile storage, by target: said once the
     // moves are done (a move that fails its lock moved nothing)
     let mut onto_volatile: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    if !dry_run {
-        for (s, after) in steps.iter().zip(&space) {
-            if let Some((folder, after)) = after.as_ref().filter(|(_, a)| !a.fits()) {
-                Error::new(
-                    SqlState::DiskFull,
-                    format!(
-                        "not enough free space in tablespace {} to move {} {} ({})",
-                        s.to,
-                        s.rel.kind.as_str(),
-                        s.rel.qualified,
-                        human_bytes(s.rel.bytes)
-                    ),
-                )
-                .with_detail(format!(
-                    "The filesystem of {} ({}) has {} free; this call copies {} into it in all, and storlab.min_free_bytes keeps {} free. Nothing was moved.",
-                    s.to,
-                    folder.display(),
-                    human_bytes(after.free as i64),
-                    human_bytes(after.copied as i64),
-                    human_bytes(after.reserve as i64)
-                ))
-                .with_hint("Free space there, choose another tablespace, or lower storlab.min_free_bytes.")
-                .raise();
-            }
-        }
-    }
     let batch: Option<i64> = if dry_run || steps.is_empty() {
         None
     } else {
@@ -563,6 +505,8 @@ fn execute(
             hostname: hostname(),
             previous_relation: None,
             undoes_batch: undoes,
+            online: false,
+            writers_blocked_s: None,
         };
         let row = as_owner(|| {
             let query = if dry_run {
@@ -597,6 +541,79 @@ fn execute(
         );
     }
     rows
+}
+
+/// What refuses a whole call before anything is locked or moved: a
+/// relation the caller does not own (42501), one a running benchmark or
+/// experiment uses (55006, held to the end of the transaction), a target
+/// the copies would fill past storlab.min_free_bytes (53100). Returns each
+/// target's folder and, per step, the space left after the call's copies.
+pub(super) fn refuse_what_cannot_move(
+    steps: &[Step],
+    lock_timeout: Duration,
+    dry_run: bool,
+    job: Option<i64>,
+) -> (HashMap<String, PathBuf>, Vec<Option<(PathBuf, SpaceAfter)>>) {
+    for s in steps {
+        if !s.rel.owned {
+            Error::new(
+                SqlState::InsufficientPrivilege,
+                format!(
+                    "must be owner of {} {}",
+                    s.rel.kind.as_str(),
+                    s.rel.qualified
+                ),
+            )
+            .raise();
+        }
+    }
+    // A run measures the layout it records: nothing a running job uses
+    // moves under it. Held from here to the end of the transaction (a
+    // dry run moves nothing, and takes nothing).
+    if !dry_run {
+        let rels: Vec<(pg_sys::Oid, String)> = steps
+            .iter()
+            .map(|s| {
+                (
+                    s.rel.oid,
+                    format!("{} {}", s.rel.kind.as_str(), s.rel.qualified),
+                )
+            })
+            .collect();
+        pgbench_relations_free(&rels, job, lock_timeout).or_raise();
+    }
+    // Room for the copies, before anything is locked: a move that runs the
+    // target out of space fails mid-copy, and meanwhile every other writer
+    // to that filesystem fails too.
+    let folders = target_folders(steps);
+    let space = space_after_steps(steps, &folders);
+    if !dry_run {
+        for (s, after) in steps.iter().zip(&space) {
+            if let Some((folder, after)) = after.as_ref().filter(|(_, a)| !a.fits()) {
+                Error::new(
+                    SqlState::DiskFull,
+                    format!(
+                        "not enough free space in tablespace {} to move {} {} ({})",
+                        s.to,
+                        s.rel.kind.as_str(),
+                        s.rel.qualified,
+                        human_bytes(s.rel.bytes)
+                    ),
+                )
+                .with_detail(format!(
+                    "The filesystem of {} ({}) has {} free; this call copies {} into it in all, and storlab.min_free_bytes keeps {} free. Nothing was moved.",
+                    s.to,
+                    folder.display(),
+                    human_bytes(after.free as i64),
+                    human_bytes(after.copied as i64),
+                    human_bytes(after.reserve as i64)
+                ))
+                .with_hint("Free space there, choose another tablespace, or lower storlab.min_free_bytes.")
+                .raise();
+            }
+        }
+    }
+    (folders, space)
 }
 
 /// The target tablespaces of the steps that are on storage a reboot
@@ -663,6 +680,15 @@ fn space_after_steps(
         out[i] = Some((folder, after));
     }
     out
+}
+
+/// Where a relation is now and how many bytes its files hold (with its
+/// TOAST), read as `layout()` reads them, without a lock; None once it is
+/// dropped.
+pub fn where_now(oid: pg_sys::Oid) -> Option<(String, i64)> {
+    rels("WHERE c.oid = $1", vec![oid.into()])
+        .pop()
+        .map(|r| (r.tablespace, r.bytes))
 }
 
 /// Where a relation is now, as the catalog says once we hold its lock: read
@@ -781,11 +807,55 @@ pub fn move_relation(
     with_indexes: bool,
     timeout: Duration,
     dry_run: bool,
+    online: bool,
 ) -> Vec<RelocationRow> {
     check_movable(relation).or_raise();
     let to = check_target(tablespace).or_raise();
+    if online {
+        refuse_online_alone(relation);
+    }
     let steps = plan(move_candidates(relation, &to, with_indexes));
-    execute(steps, timeout, dry_run, None, None, None)
+    run_steps(steps, timeout, dry_run, None, None, online)
+}
+
+/// An index does not move online alone through storlab.move: pg_repack
+/// moves tables (with their indexes), REINDEX CONCURRENTLY every index of
+/// a table (move_indexes_online).
+fn refuse_online_alone(relation: pg_sys::Oid) {
+    let Some(rel) = rels("WHERE c.oid = $1", vec![relation.into()]).pop() else {
+        return;
+    };
+    if matches!(rel.kind, Kind::Index | Kind::PartitionedIndex) {
+        invalid(format!(
+            "{} is an index: storlab.move(..., online => true) moves tables, with pg_repack",
+            rel.qualified
+        ))
+        .with_hint(format!(
+            "storlab.move_indexes_online({}, ...) rebuilds a table's indexes elsewhere while writes go on; storlab.move() without online moves this one index.",
+            literal_of(rel.table.as_deref().unwrap_or("its_table"))
+        ))
+        .raise();
+    }
+}
+
+fn literal_of(s: &str) -> String {
+    storlab_core::sql_text::literal(s)
+}
+
+/// A plan moved now in this transaction, or online by a job.
+fn run_steps(
+    steps: Vec<Step>,
+    timeout: Duration,
+    dry_run: bool,
+    label: Option<&str>,
+    undoes: Option<i64>,
+    online: bool,
+) -> Vec<RelocationRow> {
+    if online {
+        super::online::start(steps, timeout, dry_run, label, undoes)
+    } else {
+        execute(steps, timeout, dry_run, label, None, undoes)
+    }
 }
 
 /// "Data here, indexes there" in one call: every table, partitioned table and
@@ -797,6 +867,7 @@ pub fn apply_layout(
     schema: Name,
     timeout: Duration,
     dry_run: bool,
+    online: bool,
 ) -> Vec<RelocationRow> {
     if tables_tablespace.is_none() && indexes_tablespace.is_none() {
         raise(invalid(
@@ -828,7 +899,7 @@ pub fn apply_layout(
         &schema,
         "",
     );
-    execute(plan(candidates), timeout, dry_run, None, None, None)
+    run_steps(plan(candidates), timeout, dry_run, None, None, online)
 }
 
 /// The tables (with partitioned tables and materialized views) and the
@@ -894,7 +965,11 @@ pub fn apply_pgbench_placement(
 /// kind; one dropped since, or whose oid now belongs to another relation,
 /// is skipped with a NOTICE. What the caller may not move (another role's
 /// relation) stays where it is, with a NOTICE.
-pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<RelocationRow> {
+pub fn restore_layout(
+    at: TimestampWithTimeZone,
+    timeout: Duration,
+    online: bool,
+) -> Vec<RelocationRow> {
     // a history with a hole (pruned before `at`) is refused, never half restored
     super::prune::refuse_restore_before_horizon(at);
     // the first move of the restored batches tells where each relation was at `at`
@@ -908,7 +983,7 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
         vec![at.into(), this_server().into()],
     );
     let label = format!("restore_layout since {at}");
-    restore(wanted, timeout, &label, false, None)
+    restore(wanted, timeout, &label, false, None, online)
 }
 
 /// Undoes one batch (one call of move, apply_layout, restore_layout, an
@@ -916,7 +991,7 @@ pub fn restore_layout(at: TimestampWithTimeZone, timeout: Duration) -> Vec<Reloc
 /// goes back to where the batch took it from, all in one transaction. Whole
 /// or not at all: a relation moved again by a later batch (undo that one
 /// first), or one the caller does not own, refuses the call.
-pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
+pub fn undo_batch(batch: i64, timeout: Duration, online: bool) -> Vec<RelocationRow> {
     let wanted = history(
         "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text
            FROM storlab.relocations r
@@ -967,6 +1042,7 @@ pub fn undo_batch(batch: i64, timeout: Duration) -> Vec<RelocationRow> {
         &format!("undo of batch {batch}"),
         true,
         Some(batch),
+        online,
     )
 }
 
@@ -1086,6 +1162,7 @@ fn restore(
     label: &str,
     whole: bool,
     undoes: Option<i64>,
+    online: bool,
 ) -> Vec<RelocationRow> {
     let mut candidates = Vec::new();
     for (oid, name, kind, from) in wanted {
@@ -1149,7 +1226,7 @@ fn restore(
             s.to
         );
     }
-    execute(mine, timeout, false, Some(label), None, undoes)
+    run_steps(mine, timeout, false, Some(label), undoes, online)
 }
 
 /// Is the relation with this oid still the one storlab moved? Oids are

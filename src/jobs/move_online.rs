@@ -1,0 +1,824 @@
+//! The `move_online` job: tables moved to another tablespace while writes
+//! go on, each through pg_repack (the tool DBAs trust for this; storlab
+//! does not swap files itself), then each index that must end elsewhere
+//! than pg_repack left it through REINDEX CONCURRENTLY. One batch of
+//! storlab.relocations, each row written once its move is done.
+//!
+//! pg_repack runs as the job's role, over a client connection, with
+//! `--no-kill-backend` (it never cancels other sessions) and the call's
+//! lock_timeout as `--wait-timeout`. While it runs the worker samples
+//! pg_locks every 20 ms: the longest wait of any other session for a lock
+//! on the table or its indexes is the writers' stall, stored with the row;
+//! pg_repack's own waits for its exclusive locks are its lock_wait_s. The
+//! phase (copy, index build, log replay, swap) is read from pg_repack's
+//! `--echo` output and shown in the job's detail.
+//!
+//! However the run ends (done, a lock given up on, cancel(), the worker
+//! killed and the server restarted), what pg_repack left is removed:
+//! its trigger on the table, its log table, its copy and its type
+//! (`repack.repack_drop`), with every lock wait bounded. The table is then
+//! where it was, or moved and recorded.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use pgrx::prelude::*;
+use pgrx::JsonB;
+
+use super::run::{connection, psql_commands, store_detail, with_env, JobEnd};
+use super::{as_caller, bookkeeping, stop_requested_after, Job};
+use crate::ops::record;
+use crate::ops::relocate::{lock_holders, where_now};
+use crate::ops::server::{hostname, system_identifier};
+use storlab_core::pgbench::process::{self, Outcome};
+use storlab_core::pgbench::Connection;
+use storlab_core::record::{Record, Relocation};
+use storlab_core::relocate::{human_bytes, psql_timing_s};
+use storlab_core::repack::{self, Phase, PhaseTracker, Refusal, Version};
+use storlab_core::request::relocate::{MoveOnline, OnlineIndex, OnlineParent, OnlineTable};
+use storlab_core::sql_text::ident;
+
+/// How often pg_locks is sampled while pg_repack runs.
+const SAMPLE: Duration = Duration::from_millis(20);
+
+pub(super) fn run(job: &Job, m: &MoveOnline, dir: &Path) -> Result<(), JobEnd> {
+    let conn = connection(job);
+    let version = Version::parse(&m.repack_version).ok_or_else(|| {
+        JobEnd::Failed(format!(
+            "pg_repack's version is not known: {}",
+            m.repack_version
+        ))
+    })?;
+    store_detail(job, serde_json::json!({ "batch_id": m.batch }));
+    for t in &m.tables {
+        let oid = pg_sys::Oid::from(t.relation);
+        let Some((now, _)) = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid))) else {
+            note_skipped(job, t, "it was dropped since the call");
+            continue;
+        };
+        if t.moves() && now == t.to {
+            note_skipped(job, t, &format!("it is in {} already", t.to));
+        } else if t.moves() {
+            repack_table(job, m, t, &conn, dir, version)?;
+        }
+        for index in t.reindexed() {
+            reindex(job, m, t, index, &conn, dir)?;
+        }
+    }
+    for p in &m.parents {
+        move_parent(job, m, p)?;
+    }
+    store_detail(job, serde_json::json!({ "phase": "done" }));
+    Ok(())
+}
+
+/// Said in the job's detail (key `skipped`), never silently.
+fn note_skipped(job: &Job, t: &OnlineTable, why: &str) {
+    bookkeeping(|| {
+        Spi::run_with_args(
+            "UPDATE storlab.job_records
+                SET detail = coalesce(detail, '{}') || pg_catalog.jsonb_build_object('skipped',
+                      coalesce(detail->'skipped', '[]') || pg_catalog.jsonb_build_array($2::text))
+              WHERE id = $1",
+            &[job.id.into(), format!("{}: {why}", t.name).into()],
+        )
+    });
+}
+
+/// What the sampling saw of the locks on the table while pg_repack ran.
+#[derive(Default)]
+struct Waits {
+    /// the longest wait of any other session, in seconds
+    others_max: f64,
+    /// pg_repack's own waits for its locks: each wait (pid, start) with the
+    /// longest it was seen to last
+    own: HashMap<(i32, String), f64>,
+}
+
+impl Waits {
+    fn own_total(&self) -> f64 {
+        self.own.values().fold(0.0, |a, b| a + b)
+    }
+}
+
+/// Every relation whose locks a writer of the table needs: the table, its
+/// TOAST table and index, its indexes.
+fn locked_relations(oid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
+    as_caller(|| {
+        Spi::get_one_with_args::<Vec<pg_sys::Oid>>(
+            "SELECT ARRAY(SELECT $1::oid
+                          UNION ALL SELECT c.reltoastrelid FROM pg_catalog.pg_class c WHERE c.oid = $1 AND c.reltoastrelid <> 0
+                          UNION ALL SELECT i.indexrelid FROM pg_catalog.pg_index i
+                                     WHERE i.indrelid = $1
+                                        OR i.indrelid = (SELECT c.reltoastrelid FROM pg_catalog.pg_class c WHERE c.oid = $1))",
+            &[oid.into()],
+        )
+    })
+    .unwrap_or_else(|| vec![oid])
+}
+
+/// One look at pg_locks: each lock request on `relations` not granted yet,
+/// by pid, how long it has waited, and whether it is pg_repack's (its
+/// application_name, the job's role).
+fn sample(relations: &[pg_sys::Oid], role: &str, waits: &mut Waits) {
+    let rows = as_caller(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT l.pid, l.waitstart::text,
+                        pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - l.waitstart)::float8,
+                        coalesce(a.application_name = 'pg_repack' AND a.usename = $2, false)
+                   FROM pg_catalog.pg_locks l
+                   LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+                  WHERE l.locktype = 'relation' AND NOT l.granted AND l.waitstart IS NOT NULL
+                    AND l.relation = ANY ($1)
+                    AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())",
+                None,
+                &[relations.to_vec().into(), pgrx::datum::DatumWithOid::from(role)],
+            )?
+            .map(|r| {
+                Ok((
+                    r.get::<i32>(1)?.unwrap_or(0),
+                    r.get::<String>(2)?.unwrap_or_default(),
+                    r.get::<f64>(3)?.unwrap_or(0.0),
+                    r.get::<bool>(4)?.unwrap_or(false),
+                ))
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    });
+    for (pid, start, waited, own) in rows {
+        if own {
+            let w = waits.own.entry((pid, start)).or_default();
+            *w = w.max(waited);
+        } else {
+            waits.others_max = waits.others_max.max(waited);
+        }
+    }
+}
+
+/// The phase shown in the job's detail, with the table and since when.
+fn show_phase(job: &Job, t: &OnlineTable, phase: &str) {
+    store_detail(
+        job,
+        serde_json::json!({
+            "phase": phase,
+            "table": t.name,
+            "phase_since": chrono_now(),
+        }),
+    );
+}
+
+fn chrono_now() -> String {
+    bookkeeping(|| Spi::get_one::<String>("SELECT pg_catalog.clock_timestamp()::text"))
+        .unwrap_or_default()
+}
+
+/// The objects an interrupted pg_repack run of the table left: its
+/// trigger, log table, copy and type. Read as the job's role.
+fn leftovers(oid: pg_sys::Oid) -> Vec<String> {
+    as_caller(|| {
+        Spi::get_one_with_args::<Vec<String>>(
+            "SELECT pg_catalog.array_remove(ARRAY[
+                      CASE WHEN EXISTS (SELECT FROM pg_catalog.pg_trigger t
+                                         WHERE t.tgrelid = $1 AND t.tgname = 'repack_trigger')
+                           THEN pg_catalog.format('trigger repack_trigger on %s', $1::regclass) END,
+                      CASE WHEN pg_catalog.to_regclass('repack.log_' || $1::text) IS NOT NULL
+                           THEN 'table repack.log_' || $1::text END,
+                      CASE WHEN pg_catalog.to_regclass('repack.table_' || $1::text) IS NOT NULL
+                           THEN 'table repack.table_' || $1::text END,
+                      CASE WHEN pg_catalog.to_regtype('repack.pk_' || $1::text) IS NOT NULL
+                           THEN 'type repack.pk_' || $1::text END], NULL)",
+            &[oid.into()],
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// Removes what an interrupted pg_repack run of the table left, with
+/// pg_repack's own function (repack.repack_drop, as its documentation
+/// advises), as the job's role. It takes ACCESS EXCLUSIVE on the table:
+/// each attempt waits at most 100 ms (a queued request blocks the table's
+/// writers), retried until `limit`. Returns what is still there.
+pub(super) fn drop_leftovers(oid: pg_sys::Oid, limit: Duration) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        let left = leftovers(oid);
+        if left.is_empty() {
+            return left;
+        }
+        let dropped = as_caller(|| {
+            Spi::run("SET LOCAL lock_timeout = '100ms'")?;
+            // the lock first, so that a timeout is the lock's and not a
+            // half-done drop (the whole transaction rolls back anyway)
+            match Spi::run_with_args("SELECT repack.repack_drop($1, 4)", &[oid.into()]) {
+                Ok(()) => Ok(true),
+                Err(_) => Ok::<_, pgrx::spi::Error>(false),
+            }
+        });
+        if dropped {
+            continue;
+        }
+        if start.elapsed() >= limit {
+            return leftovers(oid);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Cancels the job's pg_repack sessions still running a statement (found
+/// by application_name and role, in this database), as the job's role;
+/// waits up to two seconds for them to be gone. A pg_repack client killed
+/// mid-copy leaves its backend copying until it next talks to it.
+fn cancel_sessions(role: &str, since: &str) {
+    let busy = || {
+        as_caller(|| {
+            Spi::get_one_with_args::<i64>(
+                "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity
+                  WHERE application_name = 'pg_repack' AND usename = $1 AND backend_start >= $2::timestamptz
+                    AND datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()",
+                &[role.into(), since.into()],
+            )
+        })
+        .unwrap_or(0)
+    };
+    as_caller(|| {
+        Spi::get_one_with_args::<i64>(
+            "SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity
+              WHERE application_name = 'pg_repack' AND usename = $1 AND backend_start >= $2::timestamptz
+                AND datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()",
+            &[role.into(), since.into()],
+        )
+    });
+    let start = Instant::now();
+    while busy() > 0 && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// pg_repack of one table into its target: run, watched, observed after,
+/// recorded when the table moved, tidied however it ended.
+fn repack_table(
+    job: &Job,
+    m: &MoveOnline,
+    t: &OnlineTable,
+    conn: &Connection,
+    dir: &Path,
+    version: Version,
+) -> Result<(), JobEnd> {
+    let oid = pg_sys::Oid::from(t.relation);
+    let limit = Duration::from_millis(m.lock_timeout_ms);
+    // an earlier run cut short left its objects (pg_repack refuses a table
+    // with its trigger): the call refused those; a crash since may not have
+    let left = drop_leftovers(oid, limit);
+    if !left.is_empty() {
+        return Err(leftovers_error(t, &left));
+    }
+    let (from, bytes) = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid)))
+        .unwrap_or_else(|| (t.from.clone(), t.bytes));
+    let run = repack::Run {
+        table: &t.name,
+        tablespace: &t.to,
+        move_indexes: t.repack_moves_indexes(),
+        lock_timeout_ms: m.lock_timeout_ms,
+    };
+    let indexes_before = index_places(oid);
+    let relations = locked_relations(oid);
+    let since = chrono_now();
+    show_phase(job, t, Phase::Starting.as_str());
+    let program = super::run::server_program("pg_repack");
+    let args = run.args(version, conn);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| JobEnd::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    let mut waits = Waits::default();
+    let mut phases: Vec<(Phase, Instant)> = vec![(Phase::Starting, Instant::now())];
+    let started = Instant::now();
+    let mut last_check = Instant::now();
+    let stderr_path = dir.join("stderr");
+    let mut tracker = PhaseTracker::default();
+    let mut read = 0u64;
+    let mut stop = || {
+        sample(&relations, &job.role, &mut waits);
+        // what pg_repack echoed since the last look: the phase, timed to
+        // the sample
+        let now = tracker.feed(&read_from(&stderr_path, &mut read));
+        if phases.last().map(|p| p.0) != Some(now) {
+            phases.push((now, Instant::now()));
+            show_phase(job, t, now.as_str());
+        }
+        // the job's status every 250 ms; pg_locks every 20
+        if last_check.elapsed() >= Duration::from_millis(250) {
+            last_check = Instant::now();
+            return stop_requested_after(job.id, Duration::ZERO);
+        }
+        stop_requested_after(job.id, SAMPLE)
+    };
+    // PGAPPNAME is pg_repack's own ("pg_repack"): it leaves other pg_repack
+    // sessions out of the transactions it waits for
+    let outcome = process::run(
+        &program,
+        &args,
+        dir,
+        Duration::from_secs(7 * 24 * 3600),
+        &mut stop,
+    )
+    .map_err(|e| JobEnd::Failed(format!("cannot run {}: {e}", program.display())));
+    let elapsed = started.elapsed();
+    let stdout = std::fs::read_to_string(dir.join("stdout")).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    // the rest, a last line without its newline too
+    tracker.feed(stderr.get(read as usize..).unwrap_or_default());
+    let last_phase = tracker.finish();
+    if phases.last().map(|p| p.0) != Some(last_phase) {
+        phases.push((last_phase, Instant::now()));
+    }
+    let stopped = match outcome? {
+        Outcome::Stopped(why) => {
+            // its sessions go on without their client until told
+            cancel_sessions(&job.role, &since);
+            Some(why)
+        }
+        Outcome::Exited(_) => None,
+    };
+    let left = drop_leftovers(oid, limit.max(Duration::from_secs(2)));
+    let now = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid)));
+    let moved = now.as_ref().is_some_and(|(ts, _)| *ts == t.to);
+    if moved {
+        record_table(
+            job,
+            m,
+            t,
+            &from,
+            bytes,
+            &run,
+            version,
+            elapsed,
+            &waits,
+            &phases,
+            &indexes_before,
+        );
+    }
+    if !left.is_empty() {
+        let mut e = leftovers_error(t, &left);
+        if let JobEnd::Error { message, .. } = &mut e {
+            if let Some(why) = &stopped {
+                *message = format!("{why}; {message}");
+            }
+        }
+        return Err(e);
+    }
+    if let Some(why) = stopped {
+        return Err(JobEnd::Stopped(if moved {
+            format!(
+                "{why}; {} had been swapped into {} already, and is recorded as moved",
+                t.name, t.to
+            )
+        } else {
+            format!(
+                "{why}; {} is where it was, in {from}, and pg_repack's objects are removed",
+                t.name
+            )
+        }));
+    }
+    if moved {
+        return Ok(());
+    }
+    let said = format!("{}{}", stdout, stderr);
+    Err(match repack::refusal(&said) {
+        Some(Refusal::LockTimeout) => JobEnd::Error {
+            message: format!(
+                "could not lock table {} within lock_timeout ({} ms): pg_repack gave up on its exclusive lock, and cancelled no one",
+                t.name, m.lock_timeout_ms
+            ),
+            sqlstate: "55P03".into(),
+            detail: Some(format!(
+                "Held by: {}. The table is where it was, in {from}, and pg_repack's objects are removed.",
+                as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
+                    .unwrap_or_else(|| "no session any more".into())
+            )),
+        },
+        Some(Refusal::Said(words)) => JobEnd::Error {
+            message: format!("pg_repack did not move table {}: {words}", t.name),
+            sqlstate: "55000".into(),
+            detail: Some(format!("The table is where it was, in {from}.")),
+        },
+        None => JobEnd::Failed(format!(
+            "pg_repack ended without moving table {} and without saying why (its last phase: {}); the table is in {}",
+            t.name,
+            last_phase.as_str(),
+            now.map(|n| n.0).unwrap_or_else(|| "no tablespace: it is gone".into())
+        )),
+    })
+}
+
+/// The whole lines a file holds past `offset` (a log being written),
+/// moving `offset` past them: a line still being written, and with it a
+/// character cut in two, waits for the next look.
+fn read_from(path: &Path, offset: &mut u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(*offset)).is_err() || f.read_to_end(&mut buf).is_err() {
+        return String::new();
+    }
+    let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
+        return String::new();
+    };
+    buf.truncate(end + 1);
+    *offset += buf.len() as u64;
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn leftovers_error(t: &OnlineTable, left: &[String]) -> JobEnd {
+    JobEnd::Error {
+        message: format!(
+            "an interrupted pg_repack run left its objects on table {}: {}",
+            t.name,
+            left.join(", ")
+        ),
+        sqlstate: "55000".into(),
+        detail: Some(format!(
+            "They could not be dropped within lock_timeout: a session holds a lock on the table. Drop them with SELECT repack.repack_drop('{}'::regclass, 4) once it ends; until then every write to the table is logged twice.",
+            t.name.replace('\'', "''")
+        )),
+    }
+}
+
+/// Each valid index of the table: its oid, name, tablespace and bytes.
+fn index_places(oid: pg_sys::Oid) -> Vec<(u32, String, String, i64)> {
+    as_caller(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT i.indexrelid FROM pg_catalog.pg_index i WHERE i.indrelid = $1 AND i.indisvalid ORDER BY i.indexrelid",
+                None,
+                &[oid.into()],
+            )?
+            .map(|r| Ok(r.get::<pg_sys::Oid>(1)?.expect("oid")))
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+        .map(|oids| {
+            oids.into_iter()
+                .filter_map(|o| {
+                    let name = Spi::get_one_with_args::<String>(
+                        "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c
+                           JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+                        &[o.into()],
+                    )
+                    .ok()
+                    .flatten()?;
+                    let (ts, bytes) = where_now(o)?;
+                    Some((o.to_u32(), name, ts, bytes))
+                })
+                .collect()
+        })
+    })
+}
+
+/// The rows of a pg_repack run that moved its table: the table's, and one
+/// for each index it moved with `--moveidx`.
+#[allow(clippy::too_many_arguments)]
+fn record_table(
+    job: &Job,
+    m: &MoveOnline,
+    t: &OnlineTable,
+    from: &str,
+    bytes: i64,
+    run: &repack::Run,
+    version: Version,
+    elapsed: Duration,
+    waits: &Waits,
+    phases: &[(Phase, Instant)],
+    indexes_before: &[(u32, String, String, i64)],
+) {
+    let timeline: Vec<String> = phases
+        .windows(2)
+        .filter(|w| w[0].0 != Phase::Starting)
+        .map(|w| {
+            format!(
+                "{} {:.2} s",
+                w[0].0.as_str(),
+                w[1].1.duration_since(w[0].1).as_secs_f64()
+            )
+        })
+        .collect();
+    let note = format!(
+        "moved online by pg_repack {version}: writes went on; its exclusive locks (to install its trigger, to swap, to drop) were waited for {:.3} s in all, each attempt at most {} ms, and the longest another session waited for a lock on the table meanwhile was {:.3} s (pg_locks sampled every {} ms); {} copied{}",
+        waits.own_total(),
+        repack::LONGEST_ATTEMPT_MS.min(m.lock_timeout_ms.max(100)),
+        waits.others_max,
+        SAMPLE.as_millis(),
+        human_bytes(bytes),
+        if timeline.is_empty() {
+            String::new()
+        } else {
+            format!("; phases as seen: {}", timeline.join(", "))
+        }
+    );
+    let base = Relocation {
+        batch_id: Some(m.batch),
+        relation: t.relation,
+        relation_name: t.name.clone(),
+        kind: "table".into(),
+        from_tablespace: from.to_string(),
+        to_tablespace: t.to.clone(),
+        bytes: Some(bytes),
+        duration_s: Some(elapsed.as_secs_f64()),
+        lock_wait_s: Some(waits.own_total()),
+        wal_bytes: None,
+        statement: run.statement(),
+        moved_by: job.role.clone(),
+        label: m.label.clone().or_else(|| Some("move_online".into())),
+        note: Some(note),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+        previous_relation: None,
+        undoes_batch: m.undoes_batch,
+        online: true,
+        writers_blocked_s: Some(waits.others_max),
+    };
+    write(&base);
+    if run.move_indexes {
+        for (oid, name, was, ibytes) in indexes_before {
+            if *was == t.to {
+                continue;
+            }
+            write(&Relocation {
+                relation: *oid,
+                relation_name: name.clone(),
+                kind: "index".into(),
+                from_tablespace: was.clone(),
+                bytes: Some(*ibytes),
+                duration_s: None,
+                lock_wait_s: None,
+                note: Some(format!(
+                    "rebuilt online in {} by the pg_repack run of its table {} (--moveidx): its time is that row's",
+                    t.to, t.name
+                )),
+                writers_blocked_s: None,
+                ..base.clone()
+            });
+        }
+    }
+}
+
+fn write(r: &Relocation) {
+    bookkeeping(|| {
+        Spi::run_with_args(
+            &record::insert_sql(r, &[("moved_at", "pg_catalog.clock_timestamp()")])?,
+            &[JsonB(r.to_json()).into()],
+        )
+    });
+}
+
+/// One index into its target with REINDEX (TABLESPACE ...) INDEX
+/// CONCURRENTLY, after pg_repack left it where it was (its target is not
+/// the table's): recorded like move_indexes_online's rebuilds.
+fn reindex(
+    job: &Job,
+    m: &MoveOnline,
+    t: &OnlineTable,
+    index: &OnlineIndex,
+    conn: &Connection,
+    dir: &Path,
+) -> Result<(), JobEnd> {
+    let oid = pg_sys::Oid::from(index.relation);
+    let Some((from, bytes)) = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid))) else {
+        note_skipped(
+            job,
+            t,
+            &format!("its index {} was dropped since the call", index.name),
+        );
+        return Ok(());
+    };
+    if from == index.to {
+        return Ok(());
+    }
+    show_phase(
+        job,
+        t,
+        &format!("REINDEX CONCURRENTLY of {} into {}", index.name, index.to),
+    );
+    let sql = format!(
+        "REINDEX (TABLESPACE {}) INDEX CONCURRENTLY {}",
+        ident(&index.to),
+        index.name
+    );
+    let tag = format!("storlab job {} (online move)", job.id);
+    let out = with_env("PGAPPNAME", &tag, || {
+        with_env(
+            "PGOPTIONS",
+            &format!("-c lock_timeout={}ms", m.lock_timeout_ms),
+            || psql_commands(job, conn, &["\\timing on", &sql], dir),
+        )
+    });
+    let stdout = match out {
+        Ok(stdout) => stdout,
+        Err(e) => {
+            super::move_indexes::cancel_backends(&tag);
+            super::move_indexes::drop_invalid_leftovers(job, conn, t.relation as i64, dir);
+            return Err(e);
+        }
+    };
+    // REINDEX CONCURRENTLY gives the index a new oid under the old name
+    let new_oid = as_caller(|| {
+        Spi::get_one_with_args::<i64>(
+            "SELECT pg_catalog.to_regclass($1)::oid::int8",
+            &[index.name.clone().into()],
+        )
+    })
+    .unwrap_or(index.relation as i64);
+    write(&Relocation {
+        batch_id: Some(m.batch),
+        relation: new_oid as u32,
+        relation_name: index.name.clone(),
+        kind: "index".into(),
+        from_tablespace: from,
+        to_tablespace: index.to.clone(),
+        bytes: Some(bytes),
+        duration_s: psql_timing_s(&stdout),
+        lock_wait_s: None,
+        wal_bytes: None,
+        statement: sql,
+        moved_by: job.role.clone(),
+        label: m.label.clone().or_else(|| Some("move_online".into())),
+        note: Some(
+            "rebuilt concurrently: writes went on, with brief locks at start and end".into(),
+        ),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+        previous_relation: Some(index.relation),
+        undoes_batch: m.undoes_batch,
+        online: true,
+        writers_blocked_s: None,
+    });
+    Ok(())
+}
+
+/// A partitioned table or index: where its future partitions go, a change
+/// of the catalog under ACCESS EXCLUSIVE on it. Each attempt waits at most
+/// 100 ms for that lock (a queued request blocks its writers), retried
+/// until the call's lock_timeout; then 55P03, the partitions moved and
+/// recorded, the default unchanged.
+fn move_parent(job: &Job, m: &MoveOnline, p: &OnlineParent) -> Result<(), JobEnd> {
+    let oid = pg_sys::Oid::from(p.relation);
+    let Some((from, _)) = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid))) else {
+        return Ok(());
+    };
+    if from == p.to {
+        return Ok(());
+    }
+    let keyword = if p.kind == "partitioned index" {
+        "INDEX"
+    } else {
+        "TABLE"
+    };
+    let sql = format!("ALTER {keyword} {} SET TABLESPACE {}", p.name, ident(&p.to));
+    let start = Instant::now();
+    let limit = Duration::from_millis(m.lock_timeout_ms);
+    loop {
+        let done = as_caller(|| {
+            Spi::run("SET LOCAL lock_timeout = '100ms'")?;
+            Ok::<_, pgrx::spi::Error>(Spi::run(&sql).is_ok())
+        });
+        if done {
+            break;
+        }
+        if start.elapsed() >= limit {
+            return Err(JobEnd::Error {
+                message: format!(
+                    "could not lock {} {} within lock_timeout ({} ms): its partitions moved, where its new partitions go did not change",
+                    p.kind, p.name, m.lock_timeout_ms
+                ),
+                sqlstate: "55P03".into(),
+                detail: as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
+                    .map(|h| format!("Held by: {h}.")),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    write(&Relocation {
+        batch_id: Some(m.batch),
+        relation: p.relation,
+        relation_name: p.name.clone(),
+        kind: p.kind.clone(),
+        from_tablespace: from,
+        to_tablespace: p.to.clone(),
+        bytes: Some(0),
+        duration_s: None,
+        lock_wait_s: Some(start.elapsed().as_secs_f64()),
+        wal_bytes: None,
+        statement: sql,
+        moved_by: job.role.clone(),
+        label: m.label.clone().or_else(|| Some("move_online".into())),
+        note: Some("a change of the catalog only: where new partitions go".into()),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+        previous_relation: None,
+        undoes_batch: m.undoes_batch,
+        online: true,
+        writers_blocked_s: None,
+    });
+    Ok(())
+}
+
+/// After a crash restart: removes what the interrupted pg_repack run left
+/// on each table of the job, and records a table the run had swapped into
+/// its target before the crash (its row was not written yet). Returns what
+/// it did, for the job's error.
+pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
+    let mut tidied = Vec::new();
+    let conn = connection(job);
+    let mut recorded = 0;
+    let version = Version::parse(&m.repack_version);
+    for t in &m.tables {
+        let oid = pg_sys::Oid::from(t.relation);
+        // a REINDEX CONCURRENTLY cut short left an invalid copy
+        let copies =
+            super::move_indexes::drop_invalid_leftovers(job, &conn, t.relation as i64, dir);
+        if copies > 0 {
+            tidied.push(format!(
+                "{copies} invalid index copies of {} dropped",
+                t.name
+            ));
+        }
+        let had = leftovers(oid);
+        if had.is_empty() && !t.moves() {
+            continue;
+        }
+        let left = drop_leftovers(
+            oid,
+            Duration::from_millis(m.lock_timeout_ms).max(Duration::from_secs(2)),
+        );
+        if !had.is_empty() {
+            tidied.push(if left.is_empty() {
+                format!("pg_repack's objects on {} dropped", t.name)
+            } else {
+                format!(
+                    "pg_repack's objects on {} could not be dropped yet: {}",
+                    t.name,
+                    left.join(", ")
+                )
+            });
+        }
+        let now = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid)));
+        let recorded_already = bookkeeping(|| {
+            Spi::get_one_with_args::<bool>(
+                "SELECT EXISTS (SELECT FROM storlab.relocations WHERE batch_id = $1 AND relation = $2::oid)",
+                &[m.batch.into(), oid.into()],
+            )
+        })
+        .unwrap_or(false);
+        if let (Some((ts, bytes)), false, Some(version)) = (now, recorded_already, version) {
+            if ts == t.to && t.moves() {
+                let run = repack::Run {
+                    table: &t.name,
+                    tablespace: &t.to,
+                    move_indexes: t.repack_moves_indexes(),
+                    lock_timeout_ms: m.lock_timeout_ms,
+                };
+                let mut r = Relocation {
+                    batch_id: Some(m.batch),
+                    relation: t.relation,
+                    relation_name: t.name.clone(),
+                    kind: "table".into(),
+                    from_tablespace: t.from.clone(),
+                    to_tablespace: t.to.clone(),
+                    bytes: Some(bytes),
+                    statement: run.statement(),
+                    moved_by: job.role.clone(),
+                    label: m.label.clone().or_else(|| Some("move_online".into())),
+                    note: Some(format!("moved online by pg_repack {version}; its swap committed before a server restart interrupted the job, whose worker recorded it after the restart (duration and lock waits unknown)")),
+                    system_identifier: system_identifier(),
+                    hostname: hostname(),
+                    undoes_batch: m.undoes_batch,
+                    online: true,
+                    ..Default::default()
+                };
+                write(&r);
+                if run.move_indexes {
+                    for i in &t.indexes {
+                        if i.from != t.to {
+                            r.relation = i.relation;
+                            r.relation_name = i.name.clone();
+                            r.kind = "index".into();
+                            r.from_tablespace = i.from.clone();
+                            r.bytes = Some(i.bytes);
+                            write(&r);
+                        }
+                    }
+                }
+                recorded += 1;
+            }
+        }
+    }
+    format!(
+        "{}; tables swapped before the restart and recorded after it: {recorded}",
+        if tidied.is_empty() {
+            "no pg_repack objects were left".to_string()
+        } else {
+            tidied.join("; ")
+        }
+    )
+}
