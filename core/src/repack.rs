@@ -242,6 +242,7 @@ pub fn phase(echo: &str) -> Phase {
 pub struct PhaseTracker {
     phase: Phase,
     copied: bool,
+    gave_up: bool,
     partial: String,
 }
 
@@ -250,6 +251,7 @@ impl Default for PhaseTracker {
         PhaseTracker {
             phase: Phase::Starting,
             copied: false,
+            gave_up: false,
             partial: String::new(),
         }
     }
@@ -274,7 +276,19 @@ impl PhaseTracker {
         self.phase
     }
 
+    /// Has pg_repack given up on an exclusive lock (`--no-kill-backend`
+    /// after `--wait-timeout`)? It then removes its objects, and 1.4
+    /// retries that removal, reconnecting, until it gets its lock.
+    pub fn gave_up(&self) -> bool {
+        self.gave_up
+    }
+
     fn line(&mut self, line: &str) {
+        if line.starts_with("WARNING: timed out, do not cancel conflicting backends")
+            || (line.starts_with("INFO: Skipping repack") && line.contains("due to timeout"))
+        {
+            self.gave_up = true;
+        }
         let Some(q) = line
             .strip_prefix("LOG: (query) ")
             .or_else(|| line.strip_prefix("NOTICE: "))
@@ -557,6 +571,12 @@ LOG: (query) COMMIT
         assert_eq!(phase(ECHO), Phase::Analyze);
     }
 
+    fn t_gave_up(echo: &str) -> bool {
+        let mut t = PhaseTracker::default();
+        t.feed(echo);
+        t.gave_up()
+    }
+
     #[test]
     fn the_tracker_reads_output_as_it_grows() {
         // cut anywhere, even inside a line: the same phases (each chunk
@@ -589,6 +609,10 @@ LOG: (query) COMMIT
                 "chunks of {cut}"
             );
         }
+        assert!(!t_gave_up(ECHO));
+        assert!(t_gave_up(
+            "LOG: (query) LOCK TABLE public.c IN ACCESS EXCLUSIVE MODE\nWARNING: timed out, do not cancel conflicting backends\n"
+        ));
         // a last line without its newline counts once the output is whole
         let mut t = PhaseTracker::default();
         assert_eq!(t.feed("LOG: (query) ANALYZE public.t"), Phase::Starting);

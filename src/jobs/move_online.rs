@@ -39,6 +39,10 @@ use storlab_core::repack::{self, Phase, PhaseTracker, Refusal, Version};
 use storlab_core::request::relocate::{MoveOnline, OnlineIndex, OnlineParent, OnlineTable};
 use storlab_core::sql_text::ident;
 
+/// The stop reason of a pg_repack run that gave up on its lock and did not
+/// finish removing its objects in time.
+const GAVE_UP: &str = "pg_repack gave up on its lock and was still removing its objects";
+
 /// How often pg_locks is sampled while pg_repack runs.
 const SAMPLE: Duration = Duration::from_millis(20);
 
@@ -67,7 +71,7 @@ pub(super) fn run(job: &Job, m: &MoveOnline, dir: &Path) -> Result<(), JobEnd> {
         }
     }
     for p in &m.parents {
-        move_parent(job, m, p)?;
+        move_parent(job, m, p, &conn, dir)?;
     }
     store_detail(job, serde_json::json!({ "phase": "done" }));
     Ok(())
@@ -197,33 +201,39 @@ fn leftovers(oid: pg_sys::Oid) -> Vec<String> {
 
 /// Removes what an interrupted pg_repack run of the table left, with
 /// pg_repack's own function (repack.repack_drop, as its documentation
-/// advises), as the job's role. It takes ACCESS EXCLUSIVE on the table:
-/// each attempt waits at most 100 ms (a queued request blocks the table's
-/// writers), retried until `limit`. Returns what is still there.
-pub(super) fn drop_leftovers(oid: pg_sys::Oid, limit: Duration) -> Vec<String> {
+/// advises), as the job's role, over a client connection (a lock timeout
+/// there is an error of that session, not of the worker). It takes ACCESS
+/// EXCLUSIVE on the table: each attempt waits at most 100 ms (a queued
+/// request blocks the table's writers), retried until `limit`. Returns
+/// what is still there.
+pub(super) fn drop_leftovers(
+    job: &Job,
+    conn: &Connection,
+    dir: &Path,
+    oid: pg_sys::Oid,
+    limit: Duration,
+) -> Vec<String> {
     let start = Instant::now();
+    let sql = format!("SELECT repack.repack_drop({}, 4)", oid.to_u32());
     loop {
         let left = leftovers(oid);
-        if left.is_empty() {
+        if left.is_empty() || start.elapsed() >= limit {
             return left;
         }
-        let dropped = as_caller(|| {
-            Spi::run("SET LOCAL lock_timeout = '100ms'")?;
-            // the lock first, so that a timeout is the lock's and not a
-            // half-done drop (the whole transaction rolls back anyway)
-            match Spi::run_with_args("SELECT repack.repack_drop($1, 4)", &[oid.into()]) {
-                Ok(()) => Ok(true),
-                Err(_) => Ok::<_, pgrx::spi::Error>(false),
-            }
-        });
-        if dropped {
+        if brief_lock_statement(job, conn, dir, &sql) {
             continue;
-        }
-        if start.elapsed() >= limit {
-            return leftovers(oid);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Runs a statement that takes ACCESS EXCLUSIVE on a table over a client
+/// connection as the job's role, its lock waited for at most 100 ms. Did
+/// it succeed?
+fn brief_lock_statement(job: &Job, conn: &Connection, dir: &Path, sql: &str) -> bool {
+    with_env("PGOPTIONS", "-c lock_timeout=100ms", || {
+        psql_commands(job, conn, &[sql], dir).is_ok()
+    })
 }
 
 /// Cancels the job's pg_repack sessions still running a statement (found
@@ -270,7 +280,7 @@ fn repack_table(
     let limit = Duration::from_millis(m.lock_timeout_ms);
     // an earlier run cut short left its objects (pg_repack refuses a table
     // with its trigger): the call refused those; a crash since may not have
-    let left = drop_leftovers(oid, limit);
+    let left = drop_leftovers(job, conn, dir, oid, limit);
     if !left.is_empty() {
         return Err(leftovers_error(t, &left));
     }
@@ -297,6 +307,12 @@ fn repack_table(
     let stderr_path = dir.join("stderr");
     let mut tracker = PhaseTracker::default();
     let mut read = 0u64;
+    // pg_repack gave up on a lock: it removes its objects then, and 1.4
+    // retries that (reconnecting) for as long as a session holds a lock on
+    // the table; it gets lock_timeout and 2 s for it, then the job stops
+    // it and tidies itself
+    let mut gave_up_at: Option<Instant> = None;
+    let tidy_limit = Duration::from_millis(m.lock_timeout_ms) + Duration::from_secs(2);
     let mut stop = || {
         sample(&relations, &job.role, &mut waits);
         // what pg_repack echoed since the last look: the phase, timed to
@@ -306,6 +322,12 @@ fn repack_table(
             phases.push((now, Instant::now()));
             show_phase(job, t, now.as_str());
         }
+        if tracker.gave_up() {
+            let at = *gave_up_at.get_or_insert_with(Instant::now);
+            if at.elapsed() > tidy_limit {
+                return Some(GAVE_UP.to_string());
+            }
+        }
         // the job's status every 250 ms; pg_locks every 20
         if last_check.elapsed() >= Duration::from_millis(250) {
             last_check = Instant::now();
@@ -314,13 +336,24 @@ fn repack_table(
         stop_requested_after(job.id, SAMPLE)
     };
     // PGAPPNAME is pg_repack's own ("pg_repack"): it leaves other pg_repack
-    // sessions out of the transactions it waits for
-    let outcome = process::run(
-        &program,
-        &args,
-        dir,
-        Duration::from_secs(7 * 24 * 3600),
-        &mut stop,
+    // sessions out of the transactions it waits for. Its sessions'
+    // lock_timeout is the call's: pg_repack sets its own around each
+    // attempt at its exclusive lock and RESETs it after, back to this one,
+    // so that every other lock it waits for is bounded too (its cleanup's
+    // repack_drop would otherwise queue for ACCESS EXCLUSIVE with no limit,
+    // and block the table's writers behind it).
+    let outcome = with_env(
+        "PGOPTIONS",
+        &format!("-c lock_timeout={}ms", m.lock_timeout_ms),
+        || {
+            process::run(
+                &program,
+                &args,
+                dir,
+                Duration::from_secs(7 * 24 * 3600),
+                &mut stop,
+            )
+        },
     )
     .map_err(|e| JobEnd::Failed(format!("cannot run {}: {e}", program.display())));
     let elapsed = started.elapsed();
@@ -333,6 +366,11 @@ fn repack_table(
         phases.push((last_phase, Instant::now()));
     }
     let stopped = match outcome? {
+        // stopped by the job itself, not cancelled: the refusal below says why
+        Outcome::Stopped(why) if why == GAVE_UP => {
+            cancel_sessions(&job.role, &since);
+            None
+        }
         Outcome::Stopped(why) => {
             // its sessions go on without their client until told
             cancel_sessions(&job.role, &since);
@@ -340,7 +378,7 @@ fn repack_table(
         }
         Outcome::Exited(_) => None,
     };
-    let left = drop_leftovers(oid, limit.max(Duration::from_secs(2)));
+    let left = drop_leftovers(job, conn, dir, oid, limit.max(Duration::from_secs(2)));
     let now = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid)));
     let moved = now.as_ref().is_some_and(|(ts, _)| *ts == t.to);
     if moved {
@@ -358,30 +396,40 @@ fn repack_table(
             &indexes_before,
         );
     }
-    if !left.is_empty() {
-        let mut e = leftovers_error(t, &left);
-        if let JobEnd::Error { message, .. } = &mut e {
-            if let Some(why) = &stopped {
-                *message = format!("{why}; {message}");
-            }
-        }
-        return Err(e);
-    }
+    let holders = || {
+        as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
+            .unwrap_or_else(|| "no session any more".into())
+    };
+    let tidy = if left.is_empty() {
+        "pg_repack's objects are removed".to_string()
+    } else {
+        format!(
+            "pg_repack's objects could not be removed within lock_timeout: {} (a lock on the table is held by {}); every write to the table is logged into them until SELECT repack.repack_drop('{}'::regclass, 4) removes them, which the next online move of the table does first",
+            left.join(", "),
+            holders(),
+            t.name.replace('\'', "''")
+        )
+    };
     if let Some(why) = stopped {
         return Err(JobEnd::Stopped(if moved {
             format!(
-                "{why}; {} had been swapped into {} already, and is recorded as moved",
+                "{why}; {} had been swapped into {} already, and is recorded as moved; {tidy}",
                 t.name, t.to
             )
         } else {
-            format!(
-                "{why}; {} is where it was, in {from}, and pg_repack's objects are removed",
-                t.name
-            )
+            format!("{why}; {} is where it was, in {from}; {tidy}", t.name)
         }));
     }
     if moved {
-        return Ok(());
+        return if left.is_empty() {
+            Ok(())
+        } else {
+            Err(JobEnd::Error {
+                message: format!("table {} moved to {}, but {tidy}", t.name, t.to),
+                sqlstate: "55000".into(),
+                detail: None,
+            })
+        };
     }
     let said = format!("{}{}", stdout, stderr);
     Err(match repack::refusal(&said) {
@@ -392,15 +440,14 @@ fn repack_table(
             ),
             sqlstate: "55P03".into(),
             detail: Some(format!(
-                "Held by: {}. The table is where it was, in {from}, and pg_repack's objects are removed.",
-                as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
-                    .unwrap_or_else(|| "no session any more".into())
+                "Held by: {}. The table is where it was, in {from}; {tidy}.",
+                holders()
             )),
         },
         Some(Refusal::Said(words)) => JobEnd::Error {
             message: format!("pg_repack did not move table {}: {words}", t.name),
             sqlstate: "55000".into(),
-            detail: Some(format!("The table is where it was, in {from}.")),
+            detail: Some(format!("The table is where it was, in {from}; {tidy}.")),
         },
         None => JobEnd::Failed(format!(
             "pg_repack ended without moving table {} and without saying why (its last phase: {}); the table is in {}",
@@ -661,7 +708,13 @@ fn reindex(
 /// 100 ms for that lock (a queued request blocks its writers), retried
 /// until the call's lock_timeout; then 55P03, the partitions moved and
 /// recorded, the default unchanged.
-fn move_parent(job: &Job, m: &MoveOnline, p: &OnlineParent) -> Result<(), JobEnd> {
+fn move_parent(
+    job: &Job,
+    m: &MoveOnline,
+    p: &OnlineParent,
+    conn: &Connection,
+    dir: &Path,
+) -> Result<(), JobEnd> {
     let oid = pg_sys::Oid::from(p.relation);
     let Some((from, _)) = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid))) else {
         return Ok(());
@@ -678,11 +731,7 @@ fn move_parent(job: &Job, m: &MoveOnline, p: &OnlineParent) -> Result<(), JobEnd
     let start = Instant::now();
     let limit = Duration::from_millis(m.lock_timeout_ms);
     loop {
-        let done = as_caller(|| {
-            Spi::run("SET LOCAL lock_timeout = '100ms'")?;
-            Ok::<_, pgrx::spi::Error>(Spi::run(&sql).is_ok())
-        });
-        if done {
+        if brief_lock_statement(job, conn, dir, &sql) {
             break;
         }
         if start.elapsed() >= limit {
@@ -748,6 +797,9 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
             continue;
         }
         let left = drop_leftovers(
+            job,
+            &conn,
+            dir,
             oid,
             Duration::from_millis(m.lock_timeout_ms).max(Duration::from_secs(2)),
         );

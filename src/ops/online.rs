@@ -272,7 +272,14 @@ fn check_table(t: &OnlineTable, version: Version) {
                    FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
                    JOIN pg_catalog.pg_namespace n ON n.oid = ic.relnamespace
                   WHERE i.indrelid = c.oid AND NOT i.indisvalid),
-                EXISTS (SELECT FROM pg_catalog.pg_trigger g WHERE g.tgrelid = c.oid AND g.tgname = 'repack_trigger')
+                EXISTS (SELECT FROM pg_catalog.pg_trigger g WHERE g.tgrelid = c.oid AND g.tgname = 'repack_trigger'),
+                -- pg_repack's session lock on the table while it runs:
+                -- pg_try_advisory_lock(16185446, -2147483648 + oid)
+                (SELECT pg_catalog.min(l.pid) FROM pg_catalog.pg_locks l
+                  WHERE l.locktype = 'advisory' AND l.classid = 16185446 AND l.objsubid = 2
+                    AND l.objid = ((c.oid::int8 + 2147483648) % 4294967296)::oid
+                    AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                       WHERE d.datname = pg_catalog.current_database()))
            FROM pg_catalog.pg_class c WHERE c.oid = $1",
         None,
         &[oid.into()],
@@ -285,11 +292,12 @@ fn check_table(t: &OnlineTable, version: Version) {
             r.get::<bool>(2)?,
             r.get::<String>(3)?,
             r.get::<bool>(4)?,
+            r.get::<i32>(5)?,
         )))
     })
     .map_err(spi("reading the catalog"))
     .or_raise();
-    let Some((persistence, keyed, invalid_indexes, trigger)) = facts else {
+    let Some((persistence, keyed, invalid_indexes, trigger, running)) = facts else {
         return;
     };
     match persistence.as_deref() {
@@ -330,20 +338,19 @@ fn check_table(t: &OnlineTable, version: Version) {
         .with_hint("DROP INDEX CONCURRENTLY each, or REINDEX INDEX CONCURRENTLY it, then move again.")
         .raise();
     }
-    if trigger == Some(true) {
+    if let Some(pid) = running {
         Error::new(
             SqlState::ObjectNotInPrerequisiteState,
-            format!(
-                "{} carries pg_repack's trigger: an earlier pg_repack run on it was interrupted, or one runs now",
-                t.name
-            ),
+            format!("pg_repack runs on {} now (backend pid {pid})", t.name),
         )
-        .with_detail("pg_repack refuses such a table, and its trigger logs every write into the table until removed.")
-        .with_hint(format!(
-            "If no pg_repack runs on it, SELECT repack.repack_drop('{}'::regclass, 4) removes what the earlier run left.",
-            t.name.replace('\'', "''")
-        ))
+        .with_hint("Wait for it to end, then move the table.")
         .raise();
+    }
+    if trigger == Some(true) {
+        notice!(
+            "storlab: an interrupted pg_repack run left its trigger on {} (every write is logged until it is removed): the job removes what that run left before it moves the table",
+            t.name
+        );
     }
     t.check_names(version).or_raise();
 }

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Online table moves through pg_repack (TAP output, run by scripts/test with
+# prove, against the lab), in a database of their own:
+#   1. pgbench_accounts (scale 10, a million rows) moved to another
+#      tablespace and back (restore_layout) while a tpcb-like pgbench writes
+#      to it: no failed transaction, no transaction slower than the
+#      lock_timeout given, every row there and every balance agreeing with
+#      pgbench_history, table and index where each move said, both moves
+#      recorded as online with the writers' longest wait;
+#   2. cancel() in each phase that can be held from outside: while
+#      pg_repack waits for its first exclusive lock (a session holds ACCESS
+#      SHARE), while it waits for transactions older than its copy, and
+#      while it waits for the lock of its swap: each time the job reads
+#      cancelled within seconds, the table is where it was, and pg_repack's
+#      trigger, log table, copy and type are gone;
+#   3. a swap that cannot get its lock within lock_timeout: 55P03, the table
+#      where it was, nothing left behind.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+
+source scripts/pg-env.sh
+DB=storlab_online_move
+# the calls' NOTICEs (which job moves what) are for people
+export PGOPTIONS="-c client_min_messages=warning"
+TARGET=lab_disk
+sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+# shellcheck source=test/tap.sh
+source test/tap.sh
+until_true() { # query, tenths of a second
+  local i
+  for ((i = 0; i < ${2:-300}; i++)); do
+    [[ $(sql -c "$1" 2>/dev/null) == t ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+ms() { date +%s%3N; }
+# a session that holds what its statements take until released (by its
+# name: a backend in pg_sleep does not notice its client go away)
+hold() { # name, psql's -c options
+  local name=$1
+  shift
+  PGAPPNAME=$name "$PG_BIN/psql" -X -q -d "$DB" "$@" -c "SELECT pg_sleep(120)" >/dev/null 2>&1 &
+}
+release() {
+  sql -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '$1'" >/dev/null
+  until_true "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = '$1')" 50
+}
+holding() { sql -c "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = '$1')"; }
+phase_is() { until_true "SELECT (SELECT detail->>'phase' FROM storlab.jobs WHERE id = $1) LIKE '$2'" "${3:-300}"; }
+# pg_repack's objects on a table: its trigger, its log table, its copy, its type
+debris() {
+  sql -c "SELECT count(*) FROM pg_trigger WHERE tgrelid = '$1'::regclass AND tgname = 'repack_trigger'" \
+      -c "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'repack' AND c.relname ~ '^(log|table)_'" \
+      -c "SELECT count(*) FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+           WHERE n.nspname = 'repack' AND t.typname ~ '^pk_'" | paste -sd' '
+}
+where() { sql -c "SELECT coalesce(t.spcname, 'pg_default') FROM pg_class c LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace WHERE c.oid = '$1'::regclass"; }
+
+if ! "$PG_BIN/psql" -X -q -At -d postgres -c "SELECT 1" >/dev/null 2>&1; then
+  echo "Bail out! cannot reach the lab's server (PGHOST=${PGHOST:-unset}, PGPORT=${PGPORT:-unset})"
+  exit 1
+fi
+if [[ ! -x $PG_BIN/pg_repack ]]; then
+  echo "Bail out! no pg_repack in $PG_BIN: make deps PG=$PG installs it"
+  exit 1
+fi
+echo "1..28"
+work=$(mktemp -d /tmp/storlab-online-move.XXXXXX)
+chmod 755 "$work"
+cleanup() {
+  jobs -p | xargs -r kill 2>/dev/null
+  wait 2>/dev/null
+  "$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" 2>/dev/null
+sql -c "CREATE EXTENSION storlab" -c "CREATE EXTENSION pg_repack" >/dev/null
+(cd "$work" && "$PG_BIN/pgbench" -i -s 10 -q "$DB" >/dev/null 2>&1)
+
+# ---- 1. a busy table moves and comes back -------------------------------
+before=$(sql -c "SELECT clock_timestamp()")
+(cd "$work" && "$PG_BIN/pgbench" -c 4 -j 2 -T 16 --log --log-prefix="$work/tx" "$DB" >"$work/pgbench.out" 2>&1) &
+bench=$!
+sleep 2
+job=$(sql -c "SELECT relation_name FROM storlab.move('pgbench_accounts', '$TARGET', lock_timeout => '2s', online => true)" \
+      -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
+sql -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job")" done "an online move of pgbench_accounts while pgbench writes: done $(cat "$work/wait.err")"
+is "$(where pgbench_accounts) $(where pgbench_accounts_pkey)" "$TARGET $TARGET" "the table and its index are in $TARGET"
+is "$(sql -c "SELECT string_agg(kind || ':' || online || ':' || (writers_blocked_s IS NOT NULL), ' ' ORDER BY id)
+               FROM storlab.relocations WHERE batch_id = (SELECT (args->>'batch')::bigint FROM storlab.jobs WHERE id = $job)")" \
+  "table:true:true index:true:false" "recorded: the table and its index, online, with the writers' longest wait for the table"
+back=$(sql -c "SELECT count(*) FROM storlab.restore_layout('$before', lock_timeout => '2s', online => true)" \
+       -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
+sql -c "CALL storlab.wait($back)" >/dev/null 2>"$work/wait.err"
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $back")" done "restore_layout(online => true) moves them back while pgbench writes $(cat "$work/wait.err")"
+is "$(where pgbench_accounts) $(where pgbench_accounts_pkey)" "pg_default pg_default" "the table and its index are in pg_default again"
+is "$(sql -c "SELECT bool_and(online) AND count(*) = 2 FROM storlab.relocations WHERE label LIKE 'restore_layout since %'")" t \
+  "and the way back is recorded, online"
+is "$(kill -0 $bench 2>/dev/null && echo running)" running "pgbench was still writing when both moves were done"
+wait $bench
+bench_rc=$?
+is "$bench_rc $(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$work/pgbench.out")" "0 0" \
+  "pgbench ended with no failed transaction ($(grep -m1 '^tps' "$work/pgbench.out"))"
+# transactions that started while a move's job ran, and the slowest of all
+window=$(sql -c "SELECT string_agg(extract(epoch FROM started_at)::numeric(20,3) || ' ' || extract(epoch FROM finished_at)::numeric(20,3), ' ')
+                  FROM storlab.jobs WHERE id IN ($job, $back)")
+read -r s1 e1 s2 e2 <<<"$window"
+read -r during slowest <<<"$(cat "$work"/tx.* | awk -v s1="$s1" -v e1="$e1" -v s2="$s2" -v e2="$e2" '
+  { end = $5 + $6 / 1e6; start = end - $3 / 1e6
+    if ((start >= s1 && start <= e1) || (start >= s2 && start <= e2)) n++
+    if ($3 > max) max = $3 }
+  END { printf "%d %d\n", n, max / 1000 }')"
+is "$((during > 100))" 1 "writes went on during the moves: $during transactions started while their jobs ran"
+is "$((slowest < 2000))" 1 "no transaction waited past the lock_timeout given (2 s): the slowest took ${slowest} ms"
+is "$(sql -c "SELECT count(*) FROM pgbench_accounts")" 1000000 "every row is there"
+is "$(sql -c "SELECT (SELECT sum(abalance) FROM pgbench_accounts) = (SELECT coalesce(sum(delta), 0) FROM pgbench_history)
+                 AND (SELECT sum(bbalance) FROM pgbench_branches) = (SELECT coalesce(sum(delta), 0) FROM pgbench_history)
+                 AND (SELECT sum(tbalance) FROM pgbench_tellers) = (SELECT coalesce(sum(delta), 0) FROM pgbench_history)
+                 AND (SELECT count(*) FROM pgbench_history) > 0")" t \
+  "every balance agrees with pgbench_history: no committed write was lost or doubled"
+is "$(debris pgbench_accounts)" "0 0 0" "no trigger, log table, copy or type of pg_repack is left"
+
+# ---- 2. cancel in each phase that can be held ---------------------------
+sql -c "CREATE TABLE c (id int PRIMARY KEY, v text)" -c "INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 20000) g" >/dev/null
+start_move() { sql -c "SELECT count(*) FROM storlab.move('c', '$TARGET', lock_timeout => '${1:-30s}', online => true)" \
+                   -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1; }
+cancelled_clean() { # job, what[, a holder to release a second after the cancel]
+  local t0 took
+  t0=$(ms)
+  sql -c "SELECT storlab.cancel($1)" >/dev/null
+  if [[ -n ${3:-} ]]; then sleep 1; release "$3"; fi
+  until_true "SELECT status = 'cancelled' FROM storlab.jobs WHERE id = $1" 300
+  took=$(($(ms) - t0))
+  is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $1") $((took < 5000))" "cancelled 1" \
+    "cancel() $2: the job reads cancelled within 5 s (${took} ms)"
+  is "$(where c) $(debris c)" "pg_default 0 0 0" "and the table is where it was, without pg_repack's objects"
+}
+
+# a session holds ACCESS SHARE: pg_repack waits for its first exclusive lock
+hold holder -c "BEGIN" -c "LOCK TABLE c IN ACCESS SHARE MODE"
+until_true "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'c'::regclass AND mode = 'AccessShareLock' AND granted)"
+job=$(start_move)
+phase_is "$job" 'setup: taking the exclusive lock%'
+is "$(sql -c "SELECT detail->>'phase' FROM storlab.jobs WHERE id = $job")" \
+  "setup: taking the exclusive lock to install the log trigger" "the job shows pg_repack waiting for its first exclusive lock"
+cancelled_clean "$job" "while pg_repack waits for its first lock"
+release holder
+
+# an old transaction: pg_repack copied and waits for it before its swap
+hold old -c "BEGIN" -c "SELECT txid_current()"
+until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND application_name = 'old')"
+job=$(start_move)
+phase_is "$job" 'log replay: waiting%'
+is "$(sql -c "SELECT detail->>'phase' FROM storlab.jobs WHERE id = $job") $(sql -c "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'c'::regclass AND tgname = 'repack_trigger'")" \
+  "log replay: waiting for transactions older than the copy 1" "the job shows pg_repack waiting for an older transaction, its trigger on the table"
+cancelled_clean "$job" "after the copy, while pg_repack waits for older transactions"
+
+# the old transaction, and a newer one holding ACCESS SHARE: once the old
+# one ends, pg_repack waits for the lock of its swap
+job=$(start_move)
+phase_is "$job" 'log replay: waiting%'
+hold newer -c "BEGIN" -c "SELECT count(*) FROM c"
+until_true "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'c'::regclass AND mode = 'AccessShareLock' AND granted)"
+release old
+phase_is "$job" 'swap%'
+is "$(sql -c "SELECT detail->>'phase' FROM storlab.jobs WHERE id = $job")" "swap: taking the exclusive lock to swap the files" \
+  "the job shows pg_repack waiting for the lock of its swap"
+# pg_repack's objects can only go once the lock holder lets go: it does a
+# second after the cancel, and the job removes them then
+cancelled_clean "$job" "while pg_repack waits for the lock of its swap (the holder letting go a second later)" newer
+
+# ---- 3. a swap that cannot get its lock ---------------------------------
+# The holder keeps its lock past lock_timeout: the swap is given up (55P03),
+# and pg_repack's objects stay until it lets go, said so; the next online
+# move of the table removes them first.
+hold old -c "BEGIN" -c "SELECT txid_current()"
+until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND application_name = 'old')"
+job=$(start_move 2s)
+phase_is "$job" 'log replay: waiting%'
+hold newer -c "BEGIN" -c "SELECT count(*) FROM c"
+until_true "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'c'::regclass AND mode = 'AccessShareLock' AND granted)"
+release old
+sql -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
+is "$(sql -c "SELECT sqlstate FROM storlab.job_status($job)")" 55P03 "a swap that cannot lock within lock_timeout fails the job with 55P03"
+like() { if [[ $1 == *"$2"* ]]; then tap ok "$3"; else tap fail "$3"; printf '#   have: %s\n#   want: *%s*\n' "$1" "$2"; fi; }
+like "$(cat "$work/wait.err")" "could not lock table public.c within lock_timeout (2000 ms)" "CALL storlab.wait says which table and which limit"
+like "$(sql -c "SELECT error FROM storlab.jobs WHERE id = $job") $(sql -c "SELECT detail->>'error_detail' FROM storlab.jobs WHERE id = $job")" \
+  "repack.repack_drop('public.c'::regclass, 4)" "and that pg_repack's objects wait for the lock holder, with the statement that removes them"
+is "$(where c) $(holding newer)" "pg_default t" "the table is where it was, and no session was cancelled: the lock holder still runs"
+release newer
+is "$(sql -c "SELECT count(*) FROM storlab.relocations WHERE relation = 'c'::regclass")" 0 "no move of it is recorded"
+job=$(start_move 5s)
+sql -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job") $(where c) $(debris c)" "done $TARGET 0 0 0" \
+  "once the holder let go, the next online move removes what the first left and moves the table $(cat "$work/wait.err")"
