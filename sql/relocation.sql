@@ -137,8 +137,8 @@ CREATE TABLE shop.not_mine (id int);
 ALTER TABLE shop.not_mine OWNER TO regress_reloc_owner;
 GRANT CREATE ON TABLESPACE lab_ram TO regress_reloc_owner;
 GRANT USAGE ON SCHEMA shop, storlab TO regress_reloc_owner;
-GRANT EXECUTE ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean),
-                          storlab.move(regclass, name, boolean, interval, boolean) TO regress_reloc_owner;
+GRANT EXECUTE ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean, boolean),
+                          storlab.move(regclass, name, boolean, interval, boolean, boolean) TO regress_reloc_owner;
 SET ROLE regress_reloc_owner;
 -- shop.orders belongs to someone else: the whole call fails before moving anything
 SELECT * FROM storlab.apply_layout('lab_ram', NULL, 'shop');
@@ -179,7 +179,7 @@ RESET ROLE;
 
 -- layout() is a read-only report for pg_monitor; moving is not for PUBLIC.
 SELECT has_function_privilege('pg_monitor', 'storlab.layout(name)', 'EXECUTE') AS monitor_reads_layout,
-       has_function_privilege('public', 'storlab.move(regclass, name, boolean, interval, boolean)', 'EXECUTE') AS public_moves;
+       has_function_privilege('public', 'storlab.move(regclass, name, boolean, interval, boolean, boolean)', 'EXECUTE') AS public_moves;
 
 DROP SCHEMA shop, "Odd Schema" CASCADE;
 DROP OWNED BY regress_reloc_owner;

@@ -18,6 +18,9 @@
 #      mid-move_indexes_online (the REINDEX CONCURRENTLY's backend): the
 #      job's worker comes back after the restart, no invalid index remains,
 #      each index is moved and recorded or unmoved and unrecorded;
+#   3d. SIGKILL of an online table move's worker while pg_repack waits
+#      after its copy: its objects are removed after the restart, the table
+#      is where it was;
 #   4. pg_ctl stop -m fast and -m immediate mid-benchmark: after the start,
 #      the job has ended, left nothing behind, and pgbench's tables are whole;
 #   3a. io_uring switched off (kernel.io_uring_disabled = 2, as root): a
@@ -96,7 +99,7 @@ unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
 
-echo "1..42"
+echo "1..45"
 
 # 1. DROP EXTENSION mid-job
 sql -d postgres -c "CREATE DATABASE faults_drop" >/dev/null
@@ -288,6 +291,40 @@ is "$(sql -d "$DB" -c "SELECT count(*) FROM (SELECT bt_index_check(i.indexrelid,
   "3:1500000" "amcheck passes on the table's 3 indexes, and every row is there"
 is "$(debris)" 0 "no job folder remains"
 sql -d "$DB" -c "DROP TABLE faults_idx" >/dev/null
+
+# 3d. SIGKILL of a move_online job's worker while pg_repack runs, after its
+# copy (an old transaction holds it in its log replay, with its trigger on
+# the table, its log table, its copy and its type in place): pg_repack dies
+# with its worker, the postmaster restarts, and the job's worker, started
+# again, removes what pg_repack left; the table is where it was, whole
+sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_repack" \
+    -c "CREATE TABLE faults_rep (id int PRIMARY KEY, v text)" \
+    -c "INSERT INTO faults_rep SELECT g, md5(g::text) FROM generate_series(1, 200000) g" >/dev/null
+PGAPPNAME=faults_old "$PG_BIN/psql" -X -q -d "$DB" -c "BEGIN" -c "SELECT txid_current()" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+until_true "$DB" "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'faults_old' AND backend_xid IS NOT NULL)" >/dev/null
+job=$(sql -d "$DB" -c "SET client_min_messages = warning" \
+          -c "SELECT count(*) FROM storlab.move('faults_rep', 'lab_ext4', online => true)" \
+          -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
+until_true "$DB" "SELECT (SELECT detail->>'phase' FROM storlab.jobs WHERE id = $job) LIKE 'log replay: waiting%'" ||
+  echo "# pg_repack did not reach its log replay: $(sql -d "$DB" -c "SELECT status, error, detail FROM storlab.jobs WHERE id = $job")"
+kill -KILL "$(sql -d "$DB" -c "SELECT worker_pid FROM storlab.jobs WHERE id = $job")"
+sleep 1
+restart_settled
+until_true "$DB" "SELECT (SELECT error LIKE 'the server restarted%' FROM storlab.job_records WHERE id = $job)" ||
+  echo "# the job's worker did not come back: $(sql -d "$DB" -c "SELECT status, error FROM storlab.job_records WHERE id = $job")"
+echo "# $(sql -d "$DB" -c "SELECT error FROM storlab.jobs WHERE id = $job")"
+is "$(sql -d "$DB" -c "SELECT status FROM storlab.jobs WHERE id = $job")" failed \
+  "SIGKILL of a move_online worker mid-pg_repack: the job reads failed, saying the server restarted"
+is "$(sql -d "$DB" -c "SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'faults_rep'::regclass AND tgname = 'repack_trigger')
+                          + (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                              WHERE n.nspname = 'repack' AND c.relname ~ '^(log|table)_')
+                          + (SELECT count(*) FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+                              WHERE n.nspname = 'repack' AND t.typname ~ '^pk_')")" 0 \
+  "the restarted worker removed pg_repack's trigger, log table, copy and type"
+is "$(sql -d "$DB" -c "SELECT coalesce(t.spcname, 'pg_default') FROM pg_class c LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
+                        WHERE c.oid = 'faults_rep'::regclass"):$(sql -d "$DB" -c "SELECT count(*) FROM faults_rep"):$(sql -d "$DB" -c "SELECT count(*) FROM storlab.relocations WHERE relation = 'faults_rep'::regclass")" \
+  "pg_default:200000:0" "the table is where it was, every row there, no move recorded"
+sql -d "$DB" -c "DROP TABLE faults_rep" >/dev/null
 
 # 4. pg_ctl stop -m fast mid-benchmark
 job=$(start_run "$DB" 30)
