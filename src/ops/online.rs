@@ -14,7 +14,7 @@ use pgrx::JsonB;
 use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{as_owner, caller, current_user, is_superuser};
 use super::jobs;
-use super::relocate::{refuse_what_cannot_move, rels, RelocationRow, Step};
+use super::relocate::{refuse_what_cannot_move, rels, volatile_targets, RelocationRow, Step};
 use super::server::{hostname, system_identifier};
 use storlab_core::record::{Record, Relocation};
 use storlab_core::relocate::{human_bytes, statement, Kind};
@@ -50,8 +50,24 @@ pub(super) fn start(
             .raise();
         }
     }
-    refuse_what_cannot_move(&steps, lock_timeout, dry_run, None);
+    let (folders, _) = refuse_what_cannot_move(&steps, lock_timeout, dry_run, None);
     let (tables, parents) = group(&steps);
+    refuse_moving_twice(&tables);
+    // as a move without online says it: durable data onto storage a reboot empties
+    for (ts, fs) in volatile_targets(&folders) {
+        let onto: Vec<&str> = tables
+            .iter()
+            .filter(|t| t.moves() && t.to == ts)
+            .map(|t| t.name.as_str())
+            .collect();
+        if !onto.is_empty() {
+            warning!(
+                "storlab: durable data is to move onto volatile storage: {ts} is on {fs}, which a reboot empties; {} logged table(s) go there ({}): after a reboot their files are gone and the database with them",
+                onto.len(),
+                onto.join(", ")
+            );
+        }
+    }
     let version = if tables.iter().any(OnlineTable::moves) {
         let version = available_version();
         for t in tables.iter().filter(|t| t.moves()) {
@@ -85,6 +101,35 @@ pub(super) fn start(
         );
     }
     plan_rows(&tables, &parents, lock_timeout, batch, job, label, undoes)
+}
+
+/// A table another online move has queued or runs on (a job of this call's
+/// transaction included): 55006, naming the job. pg_repack would refuse the
+/// second run only once it started, from its advisory lock.
+fn refuse_moving_twice(tables: &[OnlineTable]) {
+    for t in tables {
+        let other = as_owner(|| {
+            Spi::get_one_with_args::<String>(
+                "SELECT (SELECT pg_catalog.format('storlab job %s (%s, role %s)', j.id, j.status, j.role)
+                           FROM storlab.jobs j
+                          WHERE j.kind = 'move_online' AND j.status IN ('queued', 'running', 'cancelling')
+                            AND j.database = pg_catalog.current_database()
+                            AND j.args->'tables' @> pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('relation', $1::int8))
+                          ORDER BY j.id LIMIT 1)",
+                &[(t.relation as i64).into()],
+            )
+        })
+        .map_err(spi("reading storlab.jobs"))
+        .or_raise();
+        if let Some(other) = other {
+            Error::new(
+                SqlState::ObjectInUse,
+                format!("{} is being moved online already, by {other}", t.name),
+            )
+            .with_hint("Wait for that job (CALL storlab.wait(id)), or cancel it with storlab.cancel(id).")
+            .raise();
+        }
+    }
 }
 
 /// The tables of the plan with every valid index of each (where it is, and
@@ -185,7 +230,7 @@ fn available_version() -> Version {
     let major = pg_sys::PG_MAJORVERSION_NUM;
     let package = format!("postgresql-{major}-repack");
     let ext = Spi::get_one::<String>(
-        "SELECT e.extversion::text FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_repack'",
+        "SELECT (SELECT e.extversion::text FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_repack')",
     )
     .map_err(spi("reading pg_extension"))
     .or_raise();

@@ -618,7 +618,7 @@ pub(super) fn refuse_what_cannot_move(
 
 /// The target tablespaces of the steps that are on storage a reboot
 /// empties (tmpfs, ramfs, zram), with their filesystem and device.
-fn volatile_targets(folders: &HashMap<String, PathBuf>) -> HashMap<String, String> {
+pub(super) fn volatile_targets(folders: &HashMap<String, PathBuf>) -> HashMap<String, String> {
     let mut out = HashMap::new();
     for (ts, folder) in folders {
         if let Ok(f) = storlab_core::env::facts(folder) {
