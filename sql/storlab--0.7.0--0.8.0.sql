@@ -40,7 +40,8 @@ ALTER TABLE storlab.job_records DROP CONSTRAINT job_records_kind_check;
 ALTER TABLE storlab.job_records ADD CONSTRAINT job_records_kind_check
   CHECK (kind IN ('bench_init', 'bench', 'move_indexes', 'move_online', 'experiment'));
 -- move, apply_layout, restore_layout and undo_batch take online => true:
--- a new last argument, so each is made again, with its grants.
+-- a new last argument, so each is made again, with its grants, on a C
+-- symbol of its own (the old ones stay for installs not updated yet).
 DROP FUNCTION storlab.move(regclass, name, boolean, interval, boolean);
 CREATE FUNCTION storlab."move"(
 	"relation" regclass,
@@ -53,7 +54,7 @@ CREATE FUNCTION storlab."move"(
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'move_relation_wrapper';
+AS 'MODULE_PATHNAME', 'move_relation_or_online_wrapper';
 REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean, boolean) FROM PUBLIC;
 
 DROP FUNCTION storlab.apply_layout(name, name, name, interval, boolean);
@@ -68,7 +69,7 @@ CREATE FUNCTION storlab."apply_layout"(
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'apply_layout_wrapper';
+AS 'MODULE_PATHNAME', 'apply_layout_or_online_wrapper';
 REVOKE ALL ON FUNCTION storlab.apply_layout(name, name, name, interval, boolean, boolean) FROM PUBLIC;
 
 DROP FUNCTION storlab.restore_layout(timestamptz, interval);
@@ -80,7 +81,7 @@ CREATE FUNCTION storlab."restore_layout"(
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'restore_layout_wrapper';
+AS 'MODULE_PATHNAME', 'restore_layout_or_online_wrapper';
 REVOKE ALL ON FUNCTION storlab.restore_layout(timestamptz, interval, boolean) FROM PUBLIC;
 
 DROP FUNCTION storlab.undo_batch(bigint, interval);
@@ -92,7 +93,7 @@ CREATE FUNCTION storlab."undo_batch"(
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'undo_batch_wrapper';
+AS 'MODULE_PATHNAME', 'undo_batch_or_online_wrapper';
 REVOKE ALL ON FUNCTION storlab.undo_batch(bigint, interval, boolean) FROM PUBLIC;
 
 -- ---- PostgreSQL 18 names NOT NULL constraints ----

@@ -220,6 +220,15 @@ impl Phase {
         }
     }
 
+    /// Does pg_repack take or hold ACCESS EXCLUSIVE on the table in this
+    /// phase (the only phases in which it can block the table's writers)?
+    pub fn exclusive(self) -> bool {
+        matches!(
+            self,
+            Phase::Starting | Phase::SetupLock | Phase::Setup | Phase::Swap | Phase::Drop
+        )
+    }
+
     /// Has the swap committed, so that the table is where it was sent?
     pub fn swapped(self) -> bool {
         matches!(self, Phase::Drop | Phase::Analyze)
@@ -562,6 +571,8 @@ LOG: (query) COMMIT
         assert_eq!(phase_after("LOCK TABLE repack.table_17023"), Phase::Swap);
         assert_eq!(phase_after("repack_swap"), Phase::Swap);
         assert!(!Phase::Swap.swapped());
+        assert!(Phase::Swap.exclusive() && Phase::SetupLock.exclusive() && Phase::Drop.exclusive());
+        assert!(!Phase::Copy.exclusive() && !Phase::IndexBuild.exclusive() && !Phase::LogReplay.exclusive());
         assert_eq!(
             phase_after("repack_swap($1)\nLOG: (query) COMMIT"),
             Phase::Drop

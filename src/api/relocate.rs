@@ -27,7 +27,7 @@ fn timeout_of(lock_timeout_arg: Option<Interval>) -> Duration {
 /// every partition (and their indexes) and its default for future partitions.
 #[pg_extern(volatile, parallel_unsafe, name = "move")]
 #[search_path(pg_catalog, pg_temp)]
-fn move_relation(
+fn move_relation_or_online(
     relation: Option<RegClass>,
     tablespace: Option<Name>,
     with_indexes: default!(Option<bool>, true),
@@ -51,9 +51,9 @@ fn move_relation(
 /// "Data here, indexes there" in one call: every table, partitioned table and
 /// materialized view of a schema to `tables_tablespace`, every index to
 /// `indexes_tablespace`; NULL leaves that part where it is.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, name = "apply_layout")]
 #[search_path(pg_catalog, pg_temp)]
-fn apply_layout(
+fn apply_layout_or_online(
     tables_tablespace: Option<Name>,
     indexes_tablespace: Option<Name>,
     schema_name: default!(Option<Name>, "'public'"),
@@ -78,9 +78,9 @@ fn apply_layout(
 /// restored only while it is still the one that was moved: the same oid,
 /// name and kind. One dropped since, or whose oid now belongs to another
 /// relation, is skipped with a NOTICE.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, name = "restore_layout")]
 #[search_path(pg_catalog, pg_temp)]
-fn restore_layout(
+fn restore_layout_or_online(
     at: Option<TimestampWithTimeZone>,
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
     online: default!(Option<bool>, false),
@@ -96,9 +96,9 @@ fn restore_layout(
 
 /// Undoes one batch (one call) of storlab.relocations: each of its relations
 /// goes back to where that call took it from, whole or not at all.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, name = "undo_batch")]
 #[search_path(pg_catalog, pg_temp)]
-fn undo_batch(
+fn undo_batch_or_online(
     batch_id: Option<i64>,
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
     online: default!(Option<bool>, false),
@@ -110,6 +110,57 @@ fn undo_batch(
         timeout,
         required(online, "online"),
     ))
+}
+
+// The C symbols of these four before 0.8.0 added `online`: an install not
+// updated yet (new binaries, ALTER EXTENSION storlab UPDATE not run) still
+// calls them with the arguments it declares, so each stays, with its old
+// arguments, and moves as it always did (never online). No SQL object of
+// 0.8.0 names them (`sql = false`).
+
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn move_relation(
+    relation: Option<RegClass>,
+    tablespace: Option<Name>,
+    with_indexes: Option<bool>,
+    lock_timeout: Option<Interval>,
+    dry_run: Option<bool>,
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    move_relation_or_online(relation, tablespace, with_indexes, lock_timeout, dry_run, Some(false))
+}
+
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn apply_layout(
+    tables_tablespace: Option<Name>,
+    indexes_tablespace: Option<Name>,
+    schema_name: Option<Name>,
+    lock_timeout: Option<Interval>,
+    dry_run: Option<bool>,
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    apply_layout_or_online(
+        tables_tablespace,
+        indexes_tablespace,
+        schema_name,
+        lock_timeout,
+        dry_run,
+        Some(false),
+    )
+}
+
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn restore_layout(
+    at: Option<TimestampWithTimeZone>,
+    lock_timeout: Option<Interval>,
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    restore_layout_or_online(at, lock_timeout, Some(false))
+}
+
+#[pg_extern(volatile, parallel_unsafe, sql = false)]
+fn undo_batch(
+    batch_id: Option<i64>,
+    lock_timeout: Option<Interval>,
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    undo_batch_or_online(batch_id, lock_timeout, Some(false))
 }
 
 /// Every table, index, TOAST table and index, materialized view, partitioned

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use pgrx::bgworkers::BackgroundWorker;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
@@ -43,8 +44,12 @@ use storlab_core::sql_text::ident;
 /// finish removing its objects in time.
 const GAVE_UP: &str = "pg_repack gave up on its lock and was still removing its objects";
 
-/// How often pg_locks is sampled while pg_repack runs.
+/// How often pg_locks is sampled while pg_repack takes or holds its
+/// exclusive lock.
 const SAMPLE: Duration = Duration::from_millis(20);
+
+/// How often the job's status is read, and pg_locks in the other phases.
+const QUIET: Duration = Duration::from_millis(250);
 
 pub(super) fn run(job: &Job, m: &MoveOnline, dir: &Path) -> Result<(), JobEnd> {
     let conn = connection(job);
@@ -122,37 +127,47 @@ fn locked_relations(oid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
     .unwrap_or_else(|| vec![oid])
 }
 
+/// pg_repack's sessions: its application_name, the job's role, started
+/// since the run began. Read apart from pg_locks, and less often.
+fn repack_pids(role: &str, since: &str) -> Vec<i32> {
+    as_caller(|| {
+        Spi::get_one_with_args::<Vec<i32>>(
+            "SELECT ARRAY(SELECT a.pid FROM pg_catalog.pg_stat_activity a
+                           WHERE a.application_name = 'pg_repack' AND a.usename = $1
+                             AND a.backend_start >= $2::timestamptz)",
+            &[role.into(), since.into()],
+        )
+    })
+    .unwrap_or_default()
+}
+
 /// One look at pg_locks: each lock request on `relations` not granted yet,
-/// by pid, how long it has waited, and whether it is pg_repack's (its
-/// application_name, the job's role).
-fn sample(relations: &[pg_sys::Oid], role: &str, waits: &mut Waits) {
+/// by pid, how long it has waited; pg_repack's own (`own`) apart.
+fn sample(relations: &[pg_sys::Oid], own: &[i32], waits: &mut Waits) {
     let rows = as_caller(|| {
         Spi::connect(|c| {
             c.select(
                 "SELECT l.pid, l.waitstart::text,
-                        pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - l.waitstart)::float8,
-                        coalesce(a.application_name = 'pg_repack' AND a.usename = $2, false)
+                        pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - l.waitstart)::float8
                    FROM pg_catalog.pg_locks l
-                   LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
                   WHERE l.locktype = 'relation' AND NOT l.granted AND l.waitstart IS NOT NULL
                     AND l.relation = ANY ($1)
                     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())",
                 None,
-                &[relations.to_vec().into(), pgrx::datum::DatumWithOid::from(role)],
+                &[relations.to_vec().into()],
             )?
             .map(|r| {
                 Ok((
                     r.get::<i32>(1)?.unwrap_or(0),
                     r.get::<String>(2)?.unwrap_or_default(),
                     r.get::<f64>(3)?.unwrap_or(0.0),
-                    r.get::<bool>(4)?.unwrap_or(false),
                 ))
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
         })
     });
-    for (pid, start, waited, own) in rows {
-        if own {
+    for (pid, start, waited) in rows {
+        if own.contains(&pid) {
             let w = waits.own.entry((pid, start)).or_default();
             *w = w.max(waited);
         } else {
@@ -313,10 +328,10 @@ fn repack_table(
     // it and tidies itself
     let mut gave_up_at: Option<Instant> = None;
     let tidy_limit = Duration::from_millis(m.lock_timeout_ms) + Duration::from_secs(2);
+    let mut last_sample: Option<Instant> = None;
+    let mut own: Vec<i32> = Vec::new();
     let mut stop = || {
-        sample(&relations, &job.role, &mut waits);
-        // what pg_repack echoed since the last look: the phase, timed to
-        // the sample
+        // what pg_repack echoed since the last look: the phase
         let now = tracker.feed(&read_from(&stderr_path, &mut read));
         if phases.last().map(|p| p.0) != Some(now) {
             phases.push((now, Instant::now()));
@@ -328,12 +343,26 @@ fn repack_table(
                 return Some(GAVE_UP.to_string());
             }
         }
-        // the job's status every 250 ms; pg_locks every 20
-        if last_check.elapsed() >= Duration::from_millis(250) {
+        // pg_locks is read under every partition lock of the lock manager,
+        // which each session's locking then waits for: often only while
+        // pg_repack takes or holds its exclusive lock (the only time it can
+        // block the table's writers), seldom otherwise
+        let every = if now.exclusive() { SAMPLE } else { QUIET };
+        if last_sample.is_none_or(|at| at.elapsed() >= every) {
+            if last_sample.is_none_or(|at| at.elapsed() >= QUIET) || own.len() < 2 {
+                own = repack_pids(&job.role, &since);
+            }
+            sample(&relations, &own, &mut waits);
+            last_sample = Some(Instant::now());
+        }
+        // the job's status every 250 ms, and at once when the latch is set
+        // (a committed cancel() sets it) or a signal came
+        let signalled = !BackgroundWorker::wait_latch(Some(every));
+        if signalled || last_check.elapsed() >= QUIET {
             last_check = Instant::now();
             return stop_requested_after(job.id, Duration::ZERO);
         }
-        stop_requested_after(job.id, SAMPLE)
+        None
     };
     // PGAPPNAME is pg_repack's own ("pg_repack"): it leaves other pg_repack
     // sessions out of the transactions it waits for. Its sessions'
@@ -551,11 +580,12 @@ fn record_table(
         })
         .collect();
     let note = format!(
-        "moved online by pg_repack {version}: writes went on; its exclusive locks (to install its trigger, to swap, to drop) were waited for {:.3} s in all, each attempt at most {} ms, and the longest another session waited for a lock on the table meanwhile was {:.3} s (pg_locks sampled every {} ms); {} copied{}",
+        "moved online by pg_repack {version}: writes went on; its exclusive locks (to install its trigger, to swap, to drop) were waited for {:.3} s in all, each attempt at most {} ms, and the longest another session waited for a lock on the table meanwhile was {:.3} s (pg_locks sampled every {} ms while pg_repack took or held its exclusive lock, every {} ms otherwise); {} copied{}",
         waits.own_total(),
         repack::LONGEST_ATTEMPT_MS.min(m.lock_timeout_ms.max(100)),
         waits.others_max,
         SAMPLE.as_millis(),
+        QUIET.as_millis(),
         human_bytes(bytes),
         if timeline.is_empty() {
             String::new()

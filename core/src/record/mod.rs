@@ -57,7 +57,10 @@ pub trait Record: Serialize + Default {
         for c in Self::columns() {
             if table_columns.contains(&c) {
                 out.push(c);
-            } else if !json[c.as_str()].is_null() {
+            } else if !json[c.as_str()].is_null() && json[c.as_str()] != serde_json::Value::Bool(false) {
+                // a column this install lacks may only carry a value that
+                // says nothing it did not say before: NULL, or a flag that
+                // is off (an offline move under 0.7.0 is not online)
                 return Err(crate::error::Error::new(
                     crate::error::SqlState::ObjectNotInPrerequisiteState,
                     format!(
@@ -176,12 +179,12 @@ mod tests {
             &[("moved_at", "pg_catalog.clock_timestamp()")],
         );
         assert!(
-            sql.contains(", previous_relation, undoes_batch, moved_at) SELECT "),
+            sql.contains(", previous_relation, undoes_batch, online, writers_blocked_s, moved_at) SELECT "),
             "{sql}"
         );
         assert!(
             sql.contains(
-                ", p.previous_relation, p.undoes_batch, pg_catalog.clock_timestamp() FROM "
+                ", p.previous_relation, p.undoes_batch, p.online, p.writers_blocked_s, pg_catalog.clock_timestamp() FROM "
             ),
             "{sql}"
         );
@@ -202,12 +205,14 @@ mod tests {
     }
 
     /// An install not updated yet: storlab.relocations before 0.6.0 had no
-    /// previous_relation (nor 0.8.0's undoes_batch).
+    /// previous_relation (nor 0.8.0's undoes_batch, online and
+    /// writers_blocked_s).
     #[test]
     fn a_table_without_a_later_column() {
+        let later = ["previous_relation", "undoes_batch", "online", "writers_blocked_s"];
         let before_0_6: Vec<String> = Relocation::columns()
             .into_iter()
-            .filter(|c| c != "previous_relation" && c != "undoes_batch")
+            .filter(|c| !later.contains(&c.as_str()))
             .chain(["id".to_string(), "moved_at".to_string()])
             .collect();
         let moved = Relocation {
@@ -223,6 +228,18 @@ mod tests {
             .columns_in(&before_0_6)
             .unwrap()
             .contains(&"previous_relation".to_string()));
+        // a flag that is off says nothing the older table did not: an
+        // offline move (online false) is written without the column; an
+        // online one is refused
+        let online = Relocation {
+            online: true,
+            ..moved.clone()
+        };
+        assert!(online
+            .columns_in(&before_0_6)
+            .unwrap_err()
+            .message
+            .contains("no column online"));
         // an online rebuild does: refused, not lost
         let rebuilt = Relocation {
             previous_relation: Some(16_384),
