@@ -7,14 +7,16 @@
 #      lock_timeout given, every row there and every balance agreeing with
 #      pgbench_history, table and index where each move said, both moves
 #      recorded as online with the writers' longest wait;
-#   2. cancel() in each phase that can be held from outside: while
-#      pg_repack waits for its first exclusive lock (a session holds ACCESS
-#      SHARE), while it waits for transactions older than its copy, and
-#      while it waits for the lock of its swap: each time the job reads
-#      cancelled within seconds, the table is where it was, and pg_repack's
-#      trigger, log table, copy and type are gone;
-#   3. a swap that cannot get its lock within lock_timeout: 55P03, the table
-#      where it was, nothing left behind.
+#   2. a transaction in the way of pg_repack's exclusive lock (at its
+#      setup, at its swap): the job stops pg_repack after its attempts were
+#      queued for 1 s, not after lock_timeout (its retries hold up every
+#      writer that arrives), fails with 55P03, the table where it was,
+#      pg_repack's objects removed once the holder lets go, no session
+#      cancelled; cancel() after the copy, while pg_repack waits for an
+#      older transaction: cancelled within seconds, nothing left behind;
+#   3. a holder that outlasts lock_timeout: pg_repack's objects are named,
+#      with the statement that removes them, and the next online move of
+#      the table removes them first.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -124,30 +126,29 @@ is "$(sql -c "SELECT (SELECT sum(abalance) FROM pgbench_accounts) = (SELECT coal
   "every balance agrees with pgbench_history: no committed write was lost or doubled"
 is "$(debris pgbench_accounts)" "0 0 0" "no trigger, log table, copy or type of pg_repack is left"
 
-# ---- 2. cancel in each phase that can be held ---------------------------
+# ---- 2. a transaction in the way, cancel ---------------------------------
 sql -c "CREATE TABLE c (id int PRIMARY KEY, v text)" -c "INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 20000) g" >/dev/null
 start_move() { sql -c "SELECT count(*) FROM storlab.move('c', '$TARGET', lock_timeout => '${1:-30s}', online => true)" \
                    -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1; }
-cancelled_clean() { # job, what[, a holder to release a second after the cancel]
-  local t0 took
-  t0=$(ms)
-  sql -c "SELECT storlab.cancel($1)" >/dev/null
-  if [[ -n ${3:-} ]]; then sleep 1; release "$3"; fi
-  until_true "SELECT status = 'cancelled' FROM storlab.jobs WHERE id = $1" 300
-  took=$(($(ms) - t0))
-  is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $1") $((took < 5000))" "cancelled 1" \
-    "cancel() $2: the job reads cancelled within 5 s (${took} ms)"
-  is "$(where c) $(debris c)" "pg_default 0 0 0" "and the table is where it was, without pg_repack's objects"
-}
+like() { if [[ $1 == *"$2"* ]]; then tap ok "$3"; else tap fail "$3"; printf '#   have: %s\n#   want: *%s*\n' "$1" "$2"; fi; }
+# the job's end, how long after $2 (ms) it came, and its error
+ended() { until_true "SELECT status IN ('done', 'failed', 'cancelled') FROM storlab.jobs WHERE id = $1" 600; echo "$(($(ms) - $2))"; }
 
-# a session holds ACCESS SHARE: pg_repack waits for its first exclusive lock
+# A session holds ACCESS SHARE (a long report): pg_repack's first exclusive
+# lock queues behind it, and every writer arriving meanwhile would queue
+# behind pg_repack's retries for the whole lock_timeout (30 s here). The job
+# stops pg_repack once its attempts were queued for 1 s: 55P03, the table
+# where it was, the report not cancelled.
 hold holder -c "BEGIN" -c "LOCK TABLE c IN ACCESS SHARE MODE"
 until_true "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'c'::regclass AND mode = 'AccessShareLock' AND granted)"
+t0=$(ms)
 job=$(start_move)
-phase_is "$job" 'setup: taking the exclusive lock%'
-is "$(sql -c "SELECT detail->>'phase' FROM storlab.jobs WHERE id = $job")" \
-  "setup: taking the exclusive lock to install the log trigger" "the job shows pg_repack waiting for its first exclusive lock"
-cancelled_clean "$job" "while pg_repack waits for its first lock"
+took=$(ended "$job" "$t0")
+is "$(sql -c "SELECT status || ' ' || (detail->>'error_sqlstate') FROM storlab.jobs WHERE id = $job") $((took < 6000))" "failed 55P03 1" \
+  "a long transaction in the way of pg_repack's first lock: the job fails with 55P03 in ${took} ms, not after lock_timeout (30 s)"
+like "$(sql -c "SELECT error FROM storlab.jobs WHERE id = $job")" "was queued for over 1000 ms behind a transaction that does not let go" \
+  "saying that pg_repack's lock was queued too long, and why that matters"
+is "$(where c) $(debris c) $(holding holder)" "pg_default 0 0 0 t" "the table is where it was, nothing of pg_repack's is left, the report still runs"
 release holder
 
 # an old transaction: pg_repack copied and waits for it before its swap
@@ -157,10 +158,17 @@ job=$(start_move)
 phase_is "$job" 'log replay: waiting%'
 is "$(sql -c "SELECT detail->>'phase' FROM storlab.jobs WHERE id = $job") $(sql -c "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'c'::regclass AND tgname = 'repack_trigger'")" \
   "log replay: waiting for transactions older than the copy 1" "the job shows pg_repack waiting for an older transaction, its trigger on the table"
-cancelled_clean "$job" "after the copy, while pg_repack waits for older transactions"
+t0=$(ms)
+sql -c "SELECT storlab.cancel($job)" >/dev/null
+took=$(ended "$job" "$t0")
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job") $((took < 5000))" "cancelled 1" \
+  "cancel() after the copy, while pg_repack waits for older transactions: cancelled in ${took} ms"
+is "$(where c) $(debris c)" "pg_default 0 0 0" "and the table is where it was, without pg_repack's trigger, log table, copy or type"
 
-# the old transaction, and a newer one holding ACCESS SHARE: once the old
-# one ends, pg_repack waits for the lock of its swap
+# The old transaction, and a newer one holding ACCESS SHARE: once the old
+# one ends, pg_repack's swap queues behind the newer one; the job stops it
+# after 1 s of queueing, and removes pg_repack's objects once the holder
+# lets go (two seconds later).
 job=$(start_move)
 phase_is "$job" 'log replay: waiting%'
 hold newer -c "BEGIN" -c "SELECT count(*) FROM c"
@@ -169,14 +177,16 @@ release old
 phase_is "$job" 'swap%'
 is "$(sql -c "SELECT detail->>'phase' FROM storlab.jobs WHERE id = $job")" "swap: taking the exclusive lock to swap the files" \
   "the job shows pg_repack waiting for the lock of its swap"
-# pg_repack's objects can only go once the lock holder lets go: it does a
-# second after the cancel, and the job removes them then
-cancelled_clean "$job" "while pg_repack waits for the lock of its swap (the holder letting go a second later)" newer
+sleep 2
+release newer
+ended "$job" 0 >/dev/null
+is "$(sql -c "SELECT status || ' ' || (detail->>'error_sqlstate') FROM storlab.jobs WHERE id = $job")" "failed 55P03" \
+  "its swap queued behind a transaction that does not let go: 55P03"
+is "$(where c) $(debris c)" "pg_default 0 0 0" "the table is where it was, and pg_repack's objects went once the holder let go"
 
-# ---- 3. a swap that cannot get its lock ---------------------------------
-# The holder keeps its lock past lock_timeout: the swap is given up (55P03),
-# and pg_repack's objects stay until it lets go, said so; the next online
-# move of the table removes them first.
+# ---- 3. a holder that outlasts lock_timeout -------------------------------
+# pg_repack's objects stay until it lets go, said so with the statement that
+# removes them; the next online move of the table removes them first.
 hold old -c "BEGIN" -c "SELECT txid_current()"
 until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND application_name = 'old')"
 job=$(start_move 2s)
@@ -185,9 +195,8 @@ hold newer -c "BEGIN" -c "SELECT count(*) FROM c"
 until_true "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'c'::regclass AND mode = 'AccessShareLock' AND granted)"
 release old
 sql -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
-is "$(sql -c "SELECT sqlstate FROM storlab.job_status($job)")" 55P03 "a swap that cannot lock within lock_timeout fails the job with 55P03"
-like() { if [[ $1 == *"$2"* ]]; then tap ok "$3"; else tap fail "$3"; printf '#   have: %s\n#   want: *%s*\n' "$1" "$2"; fi; }
-like "$(cat "$work/wait.err")" "could not lock table public.c within lock_timeout (2000 ms)" "CALL storlab.wait says which table and which limit"
+is "$(sql -c "SELECT sqlstate FROM storlab.job_status($job)")" 55P03 "a swap that cannot lock fails the job with 55P03"
+like "$(cat "$work/wait.err")" "could not lock table public.c without holding up its writers" "CALL storlab.wait says which table, and why"
 like "$(sql -c "SELECT error FROM storlab.jobs WHERE id = $job") $(sql -c "SELECT detail->>'error_detail' FROM storlab.jobs WHERE id = $job")" \
   "repack.repack_drop('public.c'::regclass, 4)" "and that pg_repack's objects wait for the lock holder, with the statement that removes them"
 is "$(where c) $(holding newer)" "pg_default t" "the table is where it was, and no session was cancelled: the lock holder still runs"

@@ -25,6 +25,13 @@ use crate::pgbench::Connection;
 /// queues behind one of its requests.
 pub const LONGEST_ATTEMPT_MS: u64 = 1000;
 
+/// How long pg_repack's attempts at one exclusive lock may be queued in all
+/// before storlab stops it. pg_repack retries its attempts back to back, and
+/// every writer that arrives during an attempt queues behind it: behind a
+/// long transaction, retries until `--wait-timeout` would leave the writers
+/// almost stopped for that long. One longest attempt's worth.
+pub const QUEUED_BUDGET_MS: u64 = LONGEST_ATTEMPT_MS;
+
 /// A pg_repack version, as `pg_repack --version` and `repack.version()`
 /// print it ("pg_repack 1.4.8").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -227,6 +234,17 @@ impl Phase {
             self,
             Phase::Starting | Phase::SetupLock | Phase::Setup | Phase::Swap | Phase::Drop
         )
+    }
+
+    /// Which of pg_repack's three exclusive locks this phase takes or holds:
+    /// 1 the setup's (to install its trigger), 2 the swap's, 3 the drop's.
+    pub fn exclusive_lock(self) -> Option<u8> {
+        match self {
+            Phase::Starting | Phase::SetupLock | Phase::Setup => Some(1),
+            Phase::Swap => Some(2),
+            Phase::Drop => Some(3),
+            _ => None,
+        }
     }
 
     /// Has the swap committed, so that the table is where it was sent?

@@ -44,6 +44,10 @@ use storlab_core::sql_text::ident;
 /// finish removing its objects in time.
 const GAVE_UP: &str = "pg_repack gave up on its lock and was still removing its objects";
 
+/// The stop reason of a pg_repack run whose attempts at an exclusive lock
+/// were queued longer than `repack::QUEUED_BUDGET_MS`.
+const QUEUED_TOO_LONG: &str = "pg_repack's exclusive lock was queued too long";
+
 /// How often pg_locks is sampled while pg_repack takes or holds its
 /// exclusive lock.
 const SAMPLE: Duration = Duration::from_millis(20);
@@ -100,14 +104,28 @@ fn note_skipped(job: &Job, t: &OnlineTable, why: &str) {
 struct Waits {
     /// the longest wait of any other session, in seconds
     others_max: f64,
+    /// the time during which some other session was waiting, summed over
+    /// the samples that saw one (each counts the time since the sample
+    /// before it)
+    others_total: f64,
     /// pg_repack's own waits for its locks: each wait (pid, start) with the
-    /// longest it was seen to last
-    own: HashMap<(i32, String), f64>,
+    /// longest it was seen to last, and which of its exclusive locks it
+    /// was after (`Phase::exclusive_lock`, 0 for another)
+    own: HashMap<(i32, String), (f64, u8)>,
 }
 
 impl Waits {
     fn own_total(&self) -> f64 {
-        self.own.values().fold(0.0, |a, b| a + b)
+        self.own.values().fold(0.0, |a, b| a + b.0)
+    }
+
+    /// How long pg_repack's attempts at one exclusive lock have been
+    /// queued so far.
+    fn own_queued(&self, lock: u8) -> f64 {
+        self.own
+            .values()
+            .filter(|w| w.1 == lock)
+            .fold(0.0, |a, b| a + b.0)
     }
 }
 
@@ -141,9 +159,20 @@ fn repack_pids(role: &str, since: &str) -> Vec<i32> {
     .unwrap_or_default()
 }
 
+/// Ends pg_repack's sessions (the job's role's own) at once.
+fn terminate(pids: &[i32]) {
+    as_caller(|| {
+        Spi::get_one_with_args::<i64>(
+            "SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(p)) FROM pg_catalog.unnest($1::int4[]) p",
+            &[pids.to_vec().into()],
+        )
+    });
+}
+
 /// One look at pg_locks: each lock request on `relations` not granted yet,
-/// by pid, how long it has waited; pg_repack's own (`own`) apart.
-fn sample(relations: &[pg_sys::Oid], own: &[i32], waits: &mut Waits) {
+/// by pid, how long it has waited; pg_repack's own (`own`, after its
+/// exclusive lock `lock`) apart. `since` is the time since the last look.
+fn sample(relations: &[pg_sys::Oid], own: &[i32], lock: u8, since: f64, waits: &mut Waits) {
     let rows = as_caller(|| {
         Spi::connect(|c| {
             c.select(
@@ -166,13 +195,18 @@ fn sample(relations: &[pg_sys::Oid], own: &[i32], waits: &mut Waits) {
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
         })
     });
+    let mut others = false;
     for (pid, start, waited) in rows {
         if own.contains(&pid) {
-            let w = waits.own.entry((pid, start)).or_default();
-            *w = w.max(waited);
+            let w = waits.own.entry((pid, start)).or_insert((0.0, lock));
+            w.0 = w.0.max(waited);
         } else {
             waits.others_max = waits.others_max.max(waited);
+            others = true;
         }
+    }
+    if others {
+        waits.others_total += since;
     }
 }
 
@@ -219,8 +253,8 @@ fn leftovers(oid: pg_sys::Oid) -> Vec<String> {
 /// advises), as the job's role, over a client connection (a lock timeout
 /// there is an error of that session, not of the worker). It takes ACCESS
 /// EXCLUSIVE on the table: each attempt waits at most 100 ms (a queued
-/// request blocks the table's writers), retried until `limit`. Returns
-/// what is still there.
+/// request blocks the table's writers), once a second, until `limit`.
+/// Returns what is still there.
 pub(super) fn drop_leftovers(
     job: &Job,
     conn: &Connection,
@@ -238,7 +272,9 @@ pub(super) fn drop_leftovers(
         if brief_lock_statement(job, conn, dir, &sql) {
             continue;
         }
-        std::thread::sleep(Duration::from_millis(200));
+        // each attempt queues the table's writers for up to 100 ms: one a
+        // second at most
+        std::thread::sleep(Duration::from_millis(900));
     }
 }
 
@@ -330,6 +366,7 @@ fn repack_table(
     let tidy_limit = Duration::from_millis(m.lock_timeout_ms) + Duration::from_secs(2);
     let mut last_sample: Option<Instant> = None;
     let mut own: Vec<i32> = Vec::new();
+    let mut held_by: Option<String> = None;
     let mut stop = || {
         // what pg_repack echoed since the last look: the phase
         let now = tracker.feed(&read_from(&stderr_path, &mut read));
@@ -352,8 +389,19 @@ fn repack_table(
             if last_sample.is_none_or(|at| at.elapsed() >= QUIET) || own.len() < 2 {
                 own = repack_pids(&job.role, &since);
             }
-            sample(&relations, &own, &mut waits);
+            let gap = last_sample.map_or(0.0, |at| at.elapsed().as_secs_f64());
+            let lock = now.exclusive_lock().unwrap_or(0);
+            sample(&relations, &own, lock, gap, &mut waits);
             last_sample = Some(Instant::now());
+            // queued behind something that does not let go: stopped before
+            // the writers queue behind its retries for the whole wait
+            if lock > 0 && waits.own_queued(lock) * 1000.0 > repack::QUEUED_BUDGET_MS as f64 {
+                held_by = as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)));
+                // its queued request goes at once, with its sessions; the
+                // program follows (process::run stops it)
+                terminate(&own);
+                return Some(QUEUED_TOO_LONG.to_string());
+            }
         }
         // the job's status every 250 ms, and at once when the latch is set
         // (a committed cancel() sets it) or a signal came
@@ -396,7 +444,7 @@ fn repack_table(
     }
     let stopped = match outcome? {
         // stopped by the job itself, not cancelled: the refusal below says why
-        Outcome::Stopped(why) if why == GAVE_UP => {
+        Outcome::Stopped(why) if why == GAVE_UP || why == QUEUED_TOO_LONG => {
             cancel_sessions(&job.role, &since);
             None
         }
@@ -461,6 +509,24 @@ fn repack_table(
         };
     }
     let said = format!("{}{}", stdout, stderr);
+    let stall = format!(
+        "Meanwhile the table's writers waited for a lock {:.3} s at most, and some writer was waiting during {:.3} s in all",
+        waits.others_max, waits.others_total
+    );
+    if let Some(holders) = held_by {
+        return Err(JobEnd::Error {
+            message: format!(
+                "could not lock table {} without holding up its writers: pg_repack's exclusive lock ({}) was queued for over {} ms behind a transaction that does not let go, so the job stopped it (it cancels no one)",
+                t.name,
+                last_phase.as_str(),
+                repack::QUEUED_BUDGET_MS
+            ),
+            sqlstate: "55P03".into(),
+            detail: Some(format!(
+                "Held by: {holders}. Every writer that arrives queues behind a queued ACCESS EXCLUSIVE request: pg_repack's retries would have held them up for up to lock_timeout. The table is where it was, in {from}; {tidy}. {stall}."
+            )),
+        });
+    }
     Err(match repack::refusal(&said) {
         Some(Refusal::LockTimeout) => JobEnd::Error {
             message: format!(
@@ -469,7 +535,7 @@ fn repack_table(
             ),
             sqlstate: "55P03".into(),
             detail: Some(format!(
-                "Held by: {}. The table is where it was, in {from}; {tidy}.",
+                "Held by: {}. The table is where it was, in {from}; {tidy}. {stall}.",
                 holders()
             )),
         },
@@ -580,10 +646,11 @@ fn record_table(
         })
         .collect();
     let note = format!(
-        "moved online by pg_repack {version}: writes went on; its exclusive locks (to install its trigger, to swap, to drop) were waited for {:.3} s in all, each attempt at most {} ms, and the longest another session waited for a lock on the table meanwhile was {:.3} s (pg_locks sampled every {} ms while pg_repack took or held its exclusive lock, every {} ms otherwise); {} copied{}",
+        "moved online by pg_repack {version}: writes went on; its exclusive locks (to install its trigger, to swap, to drop) were waited for {:.3} s in all, each attempt at most {} ms, and the longest another session waited for a lock on the table meanwhile was {:.3} s, some session waiting during {:.3} s in all (pg_locks sampled every {} ms while pg_repack took or held its exclusive lock, every {} ms otherwise); {} copied; its WAL is not known here (other sessions wrote theirs meanwhile){}",
         waits.own_total(),
         repack::LONGEST_ATTEMPT_MS.min(m.lock_timeout_ms.max(100)),
         waits.others_max,
+        waits.others_total,
         SAMPLE.as_millis(),
         QUIET.as_millis(),
         human_bytes(bytes),
