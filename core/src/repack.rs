@@ -26,11 +26,14 @@ use crate::pgbench::Connection;
 pub const LONGEST_ATTEMPT_MS: u64 = 1000;
 
 /// How long pg_repack's attempts at one exclusive lock may be queued in all
-/// before storlab stops it. pg_repack retries its attempts back to back, and
-/// every writer that arrives during an attempt queues behind it: behind a
-/// long transaction, retries until `--wait-timeout` would leave the writers
-/// almost stopped for that long. One longest attempt's worth.
-pub const QUEUED_BUDGET_MS: u64 = LONGEST_ATTEMPT_MS;
+/// before storlab stops it: the call's lock_timeout, at most one longest
+/// attempt (1 s). pg_repack retries its attempts back to back, and every
+/// writer that arrives during an attempt queues behind it: behind a long
+/// transaction, retries until `--wait-timeout` would leave the writers
+/// almost stopped for that long. Each writer then waits at most this long.
+pub fn queued_budget_ms(lock_timeout_ms: u64) -> u64 {
+    lock_timeout_ms.min(LONGEST_ATTEMPT_MS)
+}
 
 /// A pg_repack version, as `pg_repack --version` and `repack.version()`
 /// print it ("pg_repack 1.4.8").
@@ -132,9 +135,13 @@ impl Run<'_> {
         o
     }
 
-    /// The statement storlab.relocations records for the run.
+    /// The statement storlab.relocations records for the run: a command
+    /// line a shell reads as the run's arguments (an argument with anything
+    /// but plain characters single-quoted), so that a name holding `;` or
+    /// a space pasted into a shell runs nothing else.
     pub fn statement(&self) -> String {
-        format!("pg_repack {}", self.options().join(" "))
+        let words: Vec<String> = self.options().iter().map(|o| shell_word(o)).collect();
+        format!("pg_repack {}", words.join(" "))
     }
 
     /// The whole command line. `--echo` prints each statement as it is
@@ -176,6 +183,19 @@ impl Run<'_> {
         };
         args.push(format!("--dbname={dbname}").into());
         args
+    }
+}
+
+/// One argument as a POSIX shell reads it back: as is when it holds only
+/// plain characters, else single-quoted (a `'` as `'\''`).
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./=:,@%+".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
@@ -450,6 +470,13 @@ mod tests {
     }
 
     #[test]
+    fn the_queued_budget_is_the_lock_timeout_up_to_one_attempt() {
+        assert_eq!(queued_budget_ms(200), 200);
+        assert_eq!(queued_budget_ms(1000), 1000);
+        assert_eq!(queued_budget_ms(5000), 1000);
+    }
+
+    #[test]
     fn wait_timeouts_are_whole_seconds_rounded_up() {
         assert_eq!(wait_timeout_s(1), 1);
         assert_eq!(wait_timeout_s(1000), 1);
@@ -517,7 +544,16 @@ mod tests {
         assert!(v("1.5.1").connects_with_params());
         assert_eq!(
             run.statement(),
-            "pg_repack --table=public.\"Big\" --tablespace=fast --moveidx --no-kill-backend --wait-timeout=2"
+            "pg_repack '--table=public.\"Big\"' --tablespace=fast --moveidx --no-kill-backend --wait-timeout=2"
+        );
+        let odd = Run {
+            table: "s.\"My \"\"Tab\"\" 1; drop\"",
+            tablespace: "it's; rm",
+            ..run.clone()
+        };
+        assert_eq!(
+            odd.statement(),
+            "pg_repack '--table=s.\"My \"\"Tab\"\" 1; drop\"' '--tablespace=it'\\''s; rm' --moveidx --no-kill-backend --wait-timeout=2"
         );
         let stay = Run {
             move_indexes: false,

@@ -57,12 +57,16 @@ const QUIET: Duration = Duration::from_millis(250);
 
 pub(super) fn run(job: &Job, m: &MoveOnline, dir: &Path) -> Result<(), JobEnd> {
     let conn = connection(job);
-    let version = Version::parse(&m.repack_version).ok_or_else(|| {
-        JobEnd::Failed(format!(
-            "pg_repack's version is not known: {}",
-            m.repack_version
-        ))
-    })?;
+    // known when some table moves (the call checked pg_repack then); a job
+    // that only rebuilds indexes never runs it
+    let version = || {
+        Version::parse(&m.repack_version).ok_or_else(|| {
+            JobEnd::Failed(format!(
+                "pg_repack's version is not known: {}",
+                m.repack_version
+            ))
+        })
+    };
     store_detail(job, serde_json::json!({ "batch_id": m.batch }));
     for t in &m.tables {
         let oid = pg_sys::Oid::from(t.relation);
@@ -73,7 +77,7 @@ pub(super) fn run(job: &Job, m: &MoveOnline, dir: &Path) -> Result<(), JobEnd> {
         if t.moves() && now == t.to {
             note_skipped(job, t, &format!("it is in {} already", t.to));
         } else if t.moves() {
-            repack_table(job, m, t, &conn, dir, version)?;
+            repack_table(job, m, t, &conn, dir, version()?)?;
         }
         for index in t.reindexed() {
             reindex(job, m, t, index, &conn, dir)?;
@@ -157,6 +161,21 @@ fn repack_pids(role: &str, since: &str) -> Vec<i32> {
         )
     })
     .unwrap_or_default()
+}
+
+/// The backend of a pg_repack run on the table now: it holds pg_repack's
+/// advisory lock on it (pg_try_advisory_lock(16185446, -2147483648 + oid)).
+fn repack_running(oid: pg_sys::Oid) -> Option<i32> {
+    as_caller(|| {
+        Spi::get_one_with_args::<i32>(
+            "SELECT pg_catalog.min(l.pid) FROM pg_catalog.pg_locks l
+              WHERE l.locktype = 'advisory' AND l.classid = 16185446 AND l.objsubid = 2
+                AND l.objid = (($1::oid::int8 + 2147483648) % 4294967296)::oid
+                AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                   WHERE d.datname = pg_catalog.current_database())",
+            &[oid.into()],
+        )
+    })
 }
 
 /// Ends pg_repack's sessions (the job's role's own) at once.
@@ -329,8 +348,17 @@ fn repack_table(
 ) -> Result<(), JobEnd> {
     let oid = pg_sys::Oid::from(t.relation);
     let limit = Duration::from_millis(m.lock_timeout_ms);
+    // a pg_repack run by hand (or another tool) on the table now: its
+    // objects are its own, and pg_repack would refuse anyway
+    if let Some(pid) = repack_running(oid) {
+        return Err(JobEnd::Error {
+            message: format!("pg_repack runs on table {} now (backend pid {pid})", t.name),
+            sqlstate: "55006".into(),
+            detail: Some(format!("Nothing was moved; the table is where it was, in {}.", t.from)),
+        });
+    }
     // an earlier run cut short left its objects (pg_repack refuses a table
-    // with its trigger): the call refused those; a crash since may not have
+    // with its trigger): removed first
     let left = drop_leftovers(job, conn, dir, oid, limit);
     if !left.is_empty() {
         return Err(leftovers_error(t, &left));
@@ -367,6 +395,7 @@ fn repack_table(
     let mut last_sample: Option<Instant> = None;
     let mut own: Vec<i32> = Vec::new();
     let mut held_by: Option<String> = None;
+    let budget_ms = repack::queued_budget_ms(m.lock_timeout_ms);
     let mut stop = || {
         // what pg_repack echoed since the last look: the phase
         let now = tracker.feed(&read_from(&stderr_path, &mut read));
@@ -395,7 +424,7 @@ fn repack_table(
             last_sample = Some(Instant::now());
             // queued behind something that does not let go: stopped before
             // the writers queue behind its retries for the whole wait
-            if lock > 0 && waits.own_queued(lock) * 1000.0 > repack::QUEUED_BUDGET_MS as f64 {
+            if lock > 0 && waits.own_queued(lock) * 1000.0 > budget_ms as f64 {
                 held_by = as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)));
                 // its queued request goes at once, with its sessions; the
                 // program follows (process::run stops it)
@@ -455,7 +484,15 @@ fn repack_table(
         }
         Outcome::Exited(_) => None,
     };
-    let left = drop_leftovers(job, conn, dir, oid, limit.max(Duration::from_secs(2)));
+    // only what this run made: a run refused at its start (another
+    // pg_repack holds the table's advisory lock) made nothing, and the
+    // objects there are that other run's
+    let made = phases.iter().any(|p| p.0 != Phase::Starting && p.0 != Phase::SetupLock);
+    let left = if made {
+        drop_leftovers(job, conn, dir, oid, limit.max(Duration::from_secs(2)))
+    } else {
+        Vec::new()
+    };
     let now = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid)));
     let moved = now.as_ref().is_some_and(|(ts, _)| *ts == t.to);
     if moved {
@@ -519,7 +556,7 @@ fn repack_table(
                 "could not lock table {} without holding up its writers: pg_repack's exclusive lock ({}) was queued for over {} ms behind a transaction that does not let go, so the job stopped it (it cancels no one)",
                 t.name,
                 last_phase.as_str(),
-                repack::QUEUED_BUDGET_MS
+                repack::queued_budget_ms(m.lock_timeout_ms)
             ),
             sqlstate: "55P03".into(),
             detail: Some(format!(
@@ -646,9 +683,9 @@ fn record_table(
         })
         .collect();
     let note = format!(
-        "moved online by pg_repack {version}: writes went on; its exclusive locks (to install its trigger, to swap, to drop) were waited for {:.3} s in all, each attempt at most {} ms, and the longest another session waited for a lock on the table meanwhile was {:.3} s, some session waiting during {:.3} s in all (pg_locks sampled every {} ms while pg_repack took or held its exclusive lock, every {} ms otherwise); {} copied; its WAL is not known here (other sessions wrote theirs meanwhile){}",
+        "moved online by pg_repack {version}: writes went on; its exclusive locks (to install its trigger, to swap, to drop) were queued {:.3} s in all ({} ms at most each time), and the longest another session waited for a lock on the table meanwhile was {:.3} s, some session waiting during {:.3} s in all (pg_locks sampled every {} ms while pg_repack took or held its exclusive lock, every {} ms otherwise); {} copied; its WAL is not known here (other sessions wrote theirs meanwhile){}",
         waits.own_total(),
-        repack::LONGEST_ATTEMPT_MS.min(m.lock_timeout_ms.max(100)),
+        repack::queued_budget_ms(m.lock_timeout_ms),
         waits.others_max,
         waits.others_total,
         SAMPLE.as_millis(),
@@ -858,12 +895,14 @@ fn move_parent(
         statement: sql,
         moved_by: job.role.clone(),
         label: m.label.clone().or_else(|| Some("move_online".into())),
-        note: Some("a change of the catalog only: where new partitions go".into()),
+        note: Some("a change of the catalog only: where new partitions go (its brief exclusive lock tried 100 ms at a time)".into()),
         system_identifier: system_identifier(),
         hostname: hostname(),
         previous_relation: None,
         undoes_batch: m.undoes_batch,
-        online: true,
+        // ALTER ... SET TABLESPACE under a brief exclusive lock, not a
+        // rebuild while writes go on
+        online: false,
         writers_blocked_s: None,
     });
     Ok(())
@@ -891,6 +930,11 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
         }
         let had = leftovers(oid);
         if had.is_empty() && !t.moves() {
+            continue;
+        }
+        // a pg_repack of someone else's has started on it since the restart
+        if repack_running(oid).is_some() {
+            tidied.push(format!("{}: pg_repack runs on it now, its objects were left alone", t.name));
             continue;
         }
         let left = drop_leftovers(

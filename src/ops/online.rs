@@ -32,14 +32,6 @@ pub(super) fn start(
     label: Option<&str>,
     undoes: Option<i64>,
 ) -> Vec<RelocationRow> {
-    if lock_timeout < Duration::from_millis(repack::LONGEST_ATTEMPT_MS) {
-        invalid(format!(
-            "an online move needs a lock_timeout of at least 1 s, not {} ms",
-            lock_timeout.as_millis()
-        ))
-        .with_detail("pg_repack waits 100 ms, 200 ms, ... up to 1 s for each attempt at its exclusive lock, and a writer queues behind an attempt for as long: a shorter lock_timeout could not bound the writers' wait.")
-        .raise();
-    }
     for s in &steps {
         if s.rel.kind == Kind::MaterializedView {
             invalid(format!(
@@ -50,9 +42,27 @@ pub(super) fn start(
             .raise();
         }
     }
-    let (folders, _) = refuse_what_cannot_move(&steps, lock_timeout, dry_run, None);
+    // claimed first: the check of queued jobs below then sees a job that
+    // another session's transaction committed meanwhile
     let (tables, parents) = group(&steps);
-    refuse_moving_twice(&tables);
+    if !dry_run {
+        claim(&tables);
+    }
+    // pg_repack rebuilds every index of a table it moves: those it does not
+    // move (no --moveidx) where they are, beside the old ones until its
+    // drop. Room for those copies is checked with the call's own.
+    let mut room: Vec<Step> = Vec::new();
+    for t in tables.iter().filter(|t| t.moves() && !t.repack_moves_indexes()) {
+        for i in &t.indexes {
+            if let Some(rel) = rels("WHERE c.oid = $1", vec![pg_sys::Oid::from(i.relation).into()]).pop() {
+                let to = rel.tablespace.clone();
+                room.push(Step { rel, to });
+            }
+        }
+    }
+    let planned = steps.len();
+    let all: Vec<Step> = steps.into_iter().chain(room).collect();
+    let (folders, _) = refuse_what_cannot_move(&all, lock_timeout, dry_run, None);
     // as a move without online says it: durable data onto storage a reboot empties
     for (ts, fs) in volatile_targets(&folders) {
         let onto: Vec<&str> = tables
@@ -77,7 +87,7 @@ pub(super) fn start(
     } else {
         None
     };
-    let batch = (!dry_run && !steps.is_empty()).then(|| {
+    let batch = (!dry_run && planned > 0).then(|| {
         as_owner(|| Spi::get_one::<i64>("SELECT pg_catalog.nextval('storlab.relocation_batches')"))
             .map_err(spi("starting a batch"))
             .or_raise()
@@ -103,11 +113,12 @@ pub(super) fn start(
     plan_rows(&tables, &parents, lock_timeout, batch, job, label, undoes)
 }
 
-/// A table another online move has queued or runs on (a job of this call's
-/// transaction included): 55006, naming the job. pg_repack would refuse the
-/// second run only once it started, from its advisory lock.
-fn refuse_moving_twice(tables: &[OnlineTable]) {
-    for t in tables {
+/// Refuses (55006, naming the job) a move of a table, or of one of its
+/// indexes, that an online move has queued or runs on (a job of this
+/// call's own transaction included): whatever moved meanwhile, pg_repack's
+/// swap would throw away, and its history would say otherwise.
+pub fn refuse_moving_online(tables: &[(pg_sys::Oid, String)]) {
+    for (table, what) in tables {
         let other = as_owner(|| {
             Spi::get_one_with_args::<String>(
                 "SELECT (SELECT pg_catalog.format('storlab job %s (%s, role %s)', j.id, j.status, j.role)
@@ -116,7 +127,7 @@ fn refuse_moving_twice(tables: &[OnlineTable]) {
                             AND j.database = pg_catalog.current_database()
                             AND j.args->'tables' @> pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('relation', $1::int8))
                           ORDER BY j.id LIMIT 1)",
-                &[(t.relation as i64).into()],
+                &[(table.to_u32() as i64).into()],
             )
         })
         .map_err(spi("reading storlab.jobs"))
@@ -124,9 +135,50 @@ fn refuse_moving_twice(tables: &[OnlineTable]) {
         if let Some(other) = other {
             Error::new(
                 SqlState::ObjectInUse,
-                format!("{} is being moved online already, by {other}", t.name),
+                format!("{what} is being moved online, by {other}"),
             )
+            .with_detail("pg_repack's swap would throw away whatever moved meanwhile. Nothing was moved.")
             .with_hint("Wait for that job (CALL storlab.wait(id)), or cancel it with storlab.cancel(id).")
+            .raise();
+        }
+    }
+}
+
+/// The tables the steps touch (an index's table), named for a message.
+pub(super) fn tables_of(steps: &[Step]) -> Vec<(pg_sys::Oid, String)> {
+    steps
+        .iter()
+        .filter_map(|s| match s.rel.kind {
+            Kind::Table => Some((s.rel.oid, format!("table {}", s.rel.qualified))),
+            Kind::Index => Some((table_of(s.rel.oid), format!("index {}", s.rel.qualified))),
+            _ => None,
+        })
+        .filter(|(oid, _)| *oid != pg_sys::InvalidOid)
+        .collect()
+}
+
+/// Two sessions starting an online move of one table: the second waits for
+/// no one, it is refused (55006) while the first's transaction, which
+/// holds a transaction-level advisory lock on the table, is open; once it
+/// commits, its job is what refuses the second.
+fn claim(tables: &[OnlineTable]) {
+    for t in tables.iter().filter(|t| t.moves()) {
+        let got = Spi::get_one_with_args::<bool>(
+            "SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
+                      'storlab: online move of ' || $1::oid::text || ' in ' || pg_catalog.current_database(), 0))",
+            &[pg_sys::Oid::from(t.relation).into()],
+        )
+        .map_err(spi("claiming the table"))
+        .or_raise();
+        if got != Some(true) {
+            Error::new(
+                SqlState::ObjectInUse,
+                format!(
+                    "{} is being moved online by another session, whose transaction has not committed yet",
+                    t.name
+                ),
+            )
+            .with_hint("Try again once that transaction ends.")
             .raise();
         }
     }
@@ -468,8 +520,8 @@ fn plan_rows(
                 bytes: Some(t.bytes),
                 statement: run.statement(),
                 note: Some(format!(
-                    "{by} through pg_repack: writes go on; a writer waits at most one attempt at its exclusive lock ({} ms) plus the time it holds it, three times (trigger, swap, drop); {} to copy, and its indexes rebuilt",
-                    repack::LONGEST_ATTEMPT_MS,
+                    "{by} through pg_repack: writes go on; its exclusive lock (to install its trigger, to swap, to drop) is queued {} ms at most each time, then the job stops it (55P03): a writer waits at most that plus the time the lock is held; {} to copy, and its indexes rebuilt",
+                    repack::queued_budget_ms(lock_timeout.as_millis() as u64),
                     human_bytes(t.bytes)
                 )),
                 ..base.clone()
@@ -535,6 +587,7 @@ fn plan_rows(
             note: Some(format!(
                 "{by}: a change of the catalog only (where new partitions go), after its partitions moved; its exclusive lock is tried 100 ms at a time"
             )),
+            online: false,
             ..base.clone()
         });
     }

@@ -581,6 +581,8 @@ pub(super) fn refuse_what_cannot_move(
             })
             .collect();
         pgbench_relations_free(&rels, job, lock_timeout).or_raise();
+        // nor what an online move has queued or runs on
+        super::online::refuse_moving_online(&super::online::tables_of(steps));
     }
     // Room for the copies, before anything is locked: a move that runs the
     // target out of space fails mid-copy, and meanwhile every other writer
