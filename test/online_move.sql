@@ -81,14 +81,15 @@ SELECT throws_ok($$SELECT * FROM storlab.move('tap_on', 'lab_disk', online => tr
                  'permission denied for tablespace lab_disk',
                  'the owner without CREATE on the target: 42501');
 RESET ROLE;
+GRANT CREATE ON TABLESPACE lab_disk TO tap_on_owner;
 SELECT CASE WHEN (SELECT extversion FROM pg_extension WHERE extname = 'pg_repack') < '1.5' THEN
   collect_tap(
     set_eq($$SELECT 1$$, $$SELECT 1$$, '(pg_repack ' || (SELECT extversion FROM pg_extension WHERE extname = 'pg_repack') || ')'),
-    throws_ok($$SET LOCAL ROLE tap_on_owner; SELECT * FROM storlab.move('tap_on', 'pg_default', dry_run => true, online => true)$$,
+    throws_ok($$SET LOCAL ROLE tap_on_owner; SELECT * FROM storlab.move('tap_on', 'lab_disk', dry_run => true, online => true)$$,
               '42501', NULL, 'pg_repack 1.4 runs for superusers only: its table''s owner is refused, 42501'))
 ELSE collect_tap(
     set_eq($$SELECT 1$$, $$SELECT 1$$, '(pg_repack ' || (SELECT extversion FROM pg_extension WHERE extname = 'pg_repack') || ')'),
-    lives_ok($$SET LOCAL ROLE tap_on_owner; SELECT * FROM storlab.move('tap_on', 'pg_default', dry_run => true, online => true)$$,
+    lives_ok($$SET LOCAL ROLE tap_on_owner; SELECT * FROM storlab.move('tap_on', 'lab_disk', dry_run => true, online => true)$$,
              'pg_repack 1.5 lets the table''s owner move it')) END;
 RESET ROLE;
 ALTER TABLE tap_on OWNER TO CURRENT_USER;
