@@ -15,15 +15,6 @@ DB=storlab_online_cancel
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 # shellcheck source=test/tap.sh
 source test/tap.sh
-until_true() { # query, tenths of a second
-  local i
-  for ((i = 0; i < ${2:-300}; i++)); do
-    [[ $(sql -c "$1" 2>/dev/null) == t ]] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-ms() { date +%s%3N; }
 
 if ! "$PG_BIN/psql" -X -q -At -d postgres -c "SELECT 1" >/dev/null 2>&1; then
   echo "Bail out! cannot reach the lab's server (PGHOST=${PGHOST:-unset}, PGPORT=${PGPORT:-unset})"

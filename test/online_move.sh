@@ -28,15 +28,6 @@ TARGET=lab_disk
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 # shellcheck source=test/tap.sh
 source test/tap.sh
-until_true() { # query, tenths of a second
-  local i
-  for ((i = 0; i < ${2:-300}; i++)); do
-    [[ $(sql -c "$1" 2>/dev/null) == t ]] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-ms() { date +%s%3N; }
 # a session that holds what its statements take until released (by its
 # name: a backend in pg_sleep does not notice its client go away)
 hold() { # name, psql's -c options

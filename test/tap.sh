@@ -8,3 +8,15 @@ is() {
     tap fail "$3"; printf '#   have: %s\n#   want: %s\n' "$1" "$2"
   fi
 }
+# until_true QUERY [TENTHS]: polls the script's own `sql` until QUERY
+# answers t (every tenth of a second, 300 tenths unless told); fails after.
+until_true() {
+  local i
+  for ((i = 0; i < ${2:-300}; i++)); do
+    [[ $(sql -c "$1" 2>/dev/null) == t ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+# the clock in milliseconds
+ms() { date +%s%3N; }
