@@ -626,7 +626,11 @@ LOG: (query) COMMIT
         assert_eq!(phase_after("repack_swap"), Phase::Swap);
         assert!(!Phase::Swap.swapped());
         assert!(Phase::Swap.exclusive() && Phase::SetupLock.exclusive() && Phase::Drop.exclusive());
-        assert!(!Phase::Copy.exclusive() && !Phase::IndexBuild.exclusive() && !Phase::LogReplay.exclusive());
+        assert!(
+            !Phase::Copy.exclusive()
+                && !Phase::IndexBuild.exclusive()
+                && !Phase::LogReplay.exclusive()
+        );
         assert_eq!(
             phase_after("repack_swap($1)\nLOG: (query) COMMIT"),
             Phase::Drop

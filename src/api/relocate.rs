@@ -126,7 +126,14 @@ fn move_relation(
     lock_timeout: Option<Interval>,
     dry_run: Option<bool>,
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
-    move_relation_or_online(relation, tablespace, with_indexes, lock_timeout, dry_run, Some(false))
+    move_relation_or_online(
+        relation,
+        tablespace,
+        with_indexes,
+        lock_timeout,
+        dry_run,
+        Some(false),
+    )
 }
 
 #[pg_extern(volatile, parallel_unsafe, sql = false)]

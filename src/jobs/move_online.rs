@@ -354,7 +354,10 @@ fn repack_table(
         return Err(JobEnd::Error {
             message: format!("pg_repack runs on table {} now (backend pid {pid})", t.name),
             sqlstate: "55006".into(),
-            detail: Some(format!("Nothing was moved; the table is where it was, in {}.", t.from)),
+            detail: Some(format!(
+                "Nothing was moved; the table is where it was, in {}.",
+                t.from
+            )),
         });
     }
     // an earlier run cut short left its objects (pg_repack refuses a table
@@ -487,7 +490,9 @@ fn repack_table(
     // only what this run made: a run refused at its start (another
     // pg_repack holds the table's advisory lock) made nothing, and the
     // objects there are that other run's
-    let made = phases.iter().any(|p| p.0 != Phase::Starting && p.0 != Phase::SetupLock);
+    let made = phases
+        .iter()
+        .any(|p| p.0 != Phase::Starting && p.0 != Phase::SetupLock);
     let left = if made {
         drop_leftovers(job, conn, dir, oid, limit.max(Duration::from_secs(2)))
     } else {
@@ -934,7 +939,10 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
         }
         // a pg_repack of someone else's has started on it since the restart
         if repack_running(oid).is_some() {
-            tidied.push(format!("{}: pg_repack runs on it now, its objects were left alone", t.name));
+            tidied.push(format!(
+                "{}: pg_repack runs on it now, its objects were left alone",
+                t.name
+            ));
             continue;
         }
         let left = drop_leftovers(

@@ -52,9 +52,17 @@ pub(super) fn start(
     // move (no --moveidx) where they are, beside the old ones until its
     // drop. Room for those copies is checked with the call's own.
     let mut room: Vec<Step> = Vec::new();
-    for t in tables.iter().filter(|t| t.moves() && !t.repack_moves_indexes()) {
+    for t in tables
+        .iter()
+        .filter(|t| t.moves() && !t.repack_moves_indexes())
+    {
         for i in &t.indexes {
-            if let Some(rel) = rels("WHERE c.oid = $1", vec![pg_sys::Oid::from(i.relation).into()]).pop() {
+            if let Some(rel) = rels(
+                "WHERE c.oid = $1",
+                vec![pg_sys::Oid::from(i.relation).into()],
+            )
+            .pop()
+            {
                 let to = rel.tablespace.clone();
                 room.push(Step { rel, to });
             }
@@ -137,8 +145,12 @@ pub fn refuse_moving_online(tables: &[(pg_sys::Oid, String)]) {
                 SqlState::ObjectInUse,
                 format!("{what} is being moved online, by {other}"),
             )
-            .with_detail("pg_repack's swap would throw away whatever moved meanwhile. Nothing was moved.")
-            .with_hint("Wait for that job (CALL storlab.wait(id)), or cancel it with storlab.cancel(id).")
+            .with_detail(
+                "pg_repack's swap would throw away whatever moved meanwhile. Nothing was moved.",
+            )
+            .with_hint(
+                "Wait for that job (CALL storlab.wait(id)), or cancel it with storlab.cancel(id).",
+            )
             .raise();
         }
     }

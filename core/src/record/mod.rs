@@ -57,7 +57,9 @@ pub trait Record: Serialize + Default {
         for c in Self::columns() {
             if table_columns.contains(&c) {
                 out.push(c);
-            } else if !json[c.as_str()].is_null() && json[c.as_str()] != serde_json::Value::Bool(false) {
+            } else if !json[c.as_str()].is_null()
+                && json[c.as_str()] != serde_json::Value::Bool(false)
+            {
                 // a column this install lacks may only carry a value that
                 // says nothing it did not say before: NULL, or a flag that
                 // is off (an offline move under 0.7.0 is not online)
@@ -179,7 +181,9 @@ mod tests {
             &[("moved_at", "pg_catalog.clock_timestamp()")],
         );
         assert!(
-            sql.contains(", previous_relation, undoes_batch, online, writers_blocked_s, moved_at) SELECT "),
+            sql.contains(
+                ", previous_relation, undoes_batch, online, writers_blocked_s, moved_at) SELECT "
+            ),
             "{sql}"
         );
         assert!(
@@ -209,7 +213,12 @@ mod tests {
     /// writers_blocked_s).
     #[test]
     fn a_table_without_a_later_column() {
-        let later = ["previous_relation", "undoes_batch", "online", "writers_blocked_s"];
+        let later = [
+            "previous_relation",
+            "undoes_batch",
+            "online",
+            "writers_blocked_s",
+        ];
         let before_0_6: Vec<String> = Relocation::columns()
             .into_iter()
             .filter(|c| !later.contains(&c.as_str()))
