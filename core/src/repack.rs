@@ -18,7 +18,7 @@
 use std::ffi::OsString;
 use std::fmt;
 
-use crate::pgbench::Connection;
+use crate::pgbench::{conninfo, Connection};
 
 /// pg_repack waits at most this long for one attempt at its exclusive lock
 /// (`Min(1000, i * 100)` ms in its lock_exclusive()): the longest a writer
@@ -163,7 +163,7 @@ impl Run<'_> {
             if params {
                 v.to_string()
             } else {
-                conninfo_value(v)
+                conninfo::quote(v)
             }
         };
         if let Some(h) = &conn.host {
@@ -177,9 +177,9 @@ impl Run<'_> {
         }
         args.push("--no-password".into());
         let dbname = if params {
-            format!("dbname={}", conninfo_value(&conn.dbname))
+            format!("dbname={}", conninfo::quote(&conn.dbname))
         } else {
-            conninfo_value(&conn.dbname)
+            conninfo::quote(&conn.dbname)
         };
         args.push(format!("--dbname={dbname}").into());
         args
@@ -197,11 +197,6 @@ fn shell_word(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
-}
-
-/// A value of a libpq connection string: single-quoted, `\` and `'` escaped.
-fn conninfo_value(v: &str) -> String {
-    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
 /// Where a pg_repack run is, from what it has echoed so far.

@@ -37,7 +37,9 @@ use storlab_core::pgbench::Connection;
 use storlab_core::record::{Record, Relocation};
 use storlab_core::relocate::{human_bytes, psql_timing_s};
 use storlab_core::repack::{self, Phase, PhaseTracker, Refusal, Version};
-use storlab_core::request::relocate::{MoveOnline, OnlineIndex, OnlineParent, OnlineTable};
+use storlab_core::request::relocate::{
+    MoveOnline, OnlineIndex, OnlineParent, OnlineTable, ONLINE_LABEL,
+};
 use storlab_core::sql_text::ident;
 
 /// The stop reason of a pg_repack run that gave up on its lock and did not
@@ -703,7 +705,6 @@ fn record_table(
         }
     );
     let base = Relocation {
-        batch_id: Some(m.batch),
         relation: t.relation,
         relation_name: t.name.clone(),
         kind: "table".into(),
@@ -712,17 +713,10 @@ fn record_table(
         bytes: Some(bytes),
         duration_s: Some(elapsed.as_secs_f64()),
         lock_wait_s: Some(waits.own_total()),
-        wal_bytes: None,
         statement: run.statement(),
-        moved_by: job.role.clone(),
-        label: m.label.clone().or_else(|| Some("move_online".into())),
         note: Some(note),
-        system_identifier: system_identifier(),
-        hostname: hostname(),
-        previous_relation: None,
-        undoes_batch: m.undoes_batch,
-        online: true,
         writers_blocked_s: Some(waits.others_max),
+        ..row(job, m)
     };
     write(&base);
     if run.move_indexes {
@@ -746,6 +740,21 @@ fn record_table(
                 ..base.clone()
             });
         }
+    }
+}
+
+/// What every row of the job shares: its batch, role, label, server and
+/// the batch it undoes; online, and nothing measured yet.
+fn row(job: &Job, m: &MoveOnline) -> Relocation {
+    Relocation {
+        batch_id: Some(m.batch),
+        moved_by: job.role.clone(),
+        label: Some(m.label.clone().unwrap_or_else(|| ONLINE_LABEL.into())),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+        undoes_batch: m.undoes_batch,
+        online: true,
+        ..Default::default()
     }
 }
 
@@ -816,7 +825,6 @@ fn reindex(
     })
     .unwrap_or(index.relation as i64);
     write(&Relocation {
-        batch_id: Some(m.batch),
         relation: new_oid as u32,
         relation_name: index.name.clone(),
         kind: "index".into(),
@@ -824,20 +832,12 @@ fn reindex(
         to_tablespace: index.to.clone(),
         bytes: Some(bytes),
         duration_s: psql_timing_s(&stdout),
-        lock_wait_s: None,
-        wal_bytes: None,
         statement: sql,
-        moved_by: job.role.clone(),
-        label: m.label.clone().or_else(|| Some("move_online".into())),
         note: Some(
             "rebuilt concurrently: writes went on, with brief locks at start and end".into(),
         ),
-        system_identifier: system_identifier(),
-        hostname: hostname(),
         previous_relation: Some(index.relation),
-        undoes_batch: m.undoes_batch,
-        online: true,
-        writers_blocked_s: None,
+        ..row(job, m)
     });
     Ok(())
 }
@@ -887,28 +887,19 @@ fn move_parent(
         std::thread::sleep(Duration::from_millis(100));
     }
     write(&Relocation {
-        batch_id: Some(m.batch),
         relation: p.relation,
         relation_name: p.name.clone(),
         kind: p.kind.clone(),
         from_tablespace: from,
         to_tablespace: p.to.clone(),
         bytes: Some(0),
-        duration_s: None,
         lock_wait_s: Some(start.elapsed().as_secs_f64()),
-        wal_bytes: None,
         statement: sql,
-        moved_by: job.role.clone(),
-        label: m.label.clone().or_else(|| Some("move_online".into())),
         note: Some("a change of the catalog only: where new partitions go (its brief exclusive lock tried 100 ms at a time)".into()),
-        system_identifier: system_identifier(),
-        hostname: hostname(),
-        previous_relation: None,
-        undoes_batch: m.undoes_batch,
         // ALTER ... SET TABLESPACE under a brief exclusive lock, not a
         // rebuild while writes go on
         online: false,
-        writers_blocked_s: None,
+        ..row(job, m)
     });
     Ok(())
 }
@@ -980,7 +971,6 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
                     lock_timeout_ms: m.lock_timeout_ms,
                 };
                 let mut r = Relocation {
-                    batch_id: Some(m.batch),
                     relation: t.relation,
                     relation_name: t.name.clone(),
                     kind: "table".into(),
@@ -988,14 +978,8 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
                     to_tablespace: t.to.clone(),
                     bytes: Some(bytes),
                     statement: run.statement(),
-                    moved_by: job.role.clone(),
-                    label: m.label.clone().or_else(|| Some("move_online".into())),
                     note: Some(format!("moved online by pg_repack {version}; its swap committed before a server restart interrupted the job, whose worker recorded it after the restart (duration and lock waits unknown)")),
-                    system_identifier: system_identifier(),
-                    hostname: hostname(),
-                    undoes_batch: m.undoes_batch,
-                    online: true,
-                    ..Default::default()
+                    ..row(job, m)
                 };
                 write(&r);
                 if run.move_indexes {

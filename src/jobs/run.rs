@@ -792,15 +792,10 @@ fn psql_with(
         args.push(format!("--username={u}").into());
     }
     // spelled as a connection string, so that a database name is never taken for one
-    args.push(format!("--dbname=dbname={}", conninfo_quote(&conn.dbname)).into());
+    args.push(format!("--dbname=dbname={}", conninfo::quote(&conn.dbname)).into());
     for c in commands {
         args.push("-c".into());
         args.push(c.into());
     }
     run_program(job, &psql, &args, dir, Duration::from_secs(24 * 3600)).map(|o| o.stdout)
-}
-
-/// A value in a libpq connection string: single-quoted, \ and ' escaped.
-fn conninfo_quote(v: &str) -> String {
-    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
 }

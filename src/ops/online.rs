@@ -20,7 +20,9 @@ use storlab_core::record::{Record, Relocation};
 use storlab_core::relocate::{human_bytes, statement, Kind};
 use storlab_core::repack::{self, Version};
 use storlab_core::request::job::JobSpec;
-use storlab_core::request::relocate::{MoveOnline, OnlineIndex, OnlineParent, OnlineTable};
+use storlab_core::request::relocate::{
+    MoveOnline, OnlineIndex, OnlineParent, OnlineTable, ONLINE_LABEL,
+};
 use storlab_core::sql_text::ident;
 
 /// Starts the job that moves `steps` online (or, with `dry_run`, returns
@@ -505,9 +507,7 @@ fn plan_rows(
     let base = Relocation {
         batch_id: batch,
         moved_by: caller(),
-        label: label
-            .map(str::to_owned)
-            .or_else(|| Some("move_online".into())),
+        label: Some(label.unwrap_or(ONLINE_LABEL).to_string()),
         system_identifier: system_identifier(),
         hostname: hostname(),
         undoes_batch: undoes,

@@ -11,6 +11,13 @@ pub const KEYS: [&str; 4] = ["host", "port", "user", "passfile"];
 
 /// The `key=value` pairs of a conninfo string; values may be single-quoted,
 /// with `\'` and `\\` escapes, as libpq reads them.
+/// A value of a libpq connection string, always single-quoted with `\`
+/// and `'` escaped: read back as one value whatever it holds (a space, a
+/// `key=`), never as more keywords.
+pub fn quote(v: &str) -> String {
+    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
 pub fn parse(conninfo: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     let mut chars = conninfo.chars().peekable();

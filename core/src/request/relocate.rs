@@ -19,6 +19,9 @@ pub fn lock_timeout(us: i64) -> Result<Duration> {
     Ok(Duration::from_micros(us as u64))
 }
 
+/// The label of an online move's rows when its call gave none.
+pub const ONLINE_LABEL: &str = "move_online";
+
 /// Tables moved while writes go on (`storlab.move(..., online => true)`,
 /// apply_layout, restore_layout and undo_batch with `online`), as a job:
 /// each table through pg_repack, then each of its indexes that must end
