@@ -19,6 +19,8 @@
 //! - `sql_text`: identifiers and literals quoted as PostgreSQL quotes them
 //! - `record`: storlab's own rows as structs, written by column name
 //! - `stats`: summaries, Welch's test and the one significance rule (a leaf)
+//! - `sequential`: experiments that stop when answered: repeated confidence
+//!   intervals with error spent over the looks
 
 pub mod advice;
 pub mod chart;
@@ -34,5 +36,6 @@ pub mod relocate;
 pub mod repack;
 pub mod report;
 pub mod request;
+pub mod sequential;
 pub mod sql_text;
 pub mod stats;

@@ -138,6 +138,44 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
     })
 }
 
+/// The difference of two means with its standard error and the
+/// Welch–Satterthwaite degrees of freedom: what Welch's test and a Welch
+/// confidence interval (diff ± t_q(df) · se) are made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Difference {
+    /// mean_a − mean_b
+    pub diff: f64,
+    /// √(s_a²/n_a + s_b²/n_b)
+    pub se: f64,
+    /// NaN when both sides have zero variance (se = 0)
+    pub df: f64,
+}
+
+/// [`Difference`] of a's mean over b's; None when either side has fewer
+/// than two runs (no variance to estimate).
+pub fn difference(a: &[f64], b: &[f64]) -> Option<Difference> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (mean_a, ss_a) = mean_and_ss(a);
+    let (mean_b, ss_b) = mean_and_ss(b);
+    // Squared standard errors of each mean.
+    let va = ss_a / (na - 1.0) / na;
+    let vb = ss_b / (nb - 1.0) / nb;
+    let se2 = va + vb;
+    let df = if se2 == 0.0 {
+        f64::NAN
+    } else {
+        se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0))
+    };
+    Some(Difference {
+        diff: mean_a - mean_b,
+        se: se2.sqrt(),
+        df,
+    })
+}
+
 /// Welch's t-test of a against b, two-sided, with the Welch–Satterthwaite
 /// degrees of freedom. None when either side has fewer than two runs (no
 /// variance to estimate).
@@ -153,17 +191,8 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
 /// as NULL. With zero variance on one side only, the formulas hold as they
 /// are (df becomes n − 1 of the other side).
 pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    let (mean_a, ss_a) = mean_and_ss(a);
-    let (mean_b, ss_b) = mean_and_ss(b);
-    // Squared standard errors of each mean.
-    let va = ss_a / (na - 1.0) / na;
-    let vb = ss_b / (nb - 1.0) / nb;
-    let se2 = va + vb;
-    let diff = mean_a - mean_b;
+    let Difference { diff, se, df } = difference(a, b)?;
+    let se2 = se * se;
     if se2 == 0.0 {
         return Some(if diff == 0.0 {
             Welch {
@@ -179,8 +208,7 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
             }
         });
     }
-    let t = diff / se2.sqrt();
-    let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    let t = diff / se;
     // Two-sided p = P(|T| ≥ |t|) = I_x(df/2, 1/2) with x = df/(df + t²),
     // computed directly rather than as 2·(1 − cdf) so that small p values
     // keep their relative precision.

@@ -6,3 +6,4 @@ pub mod experiment;
 pub mod io;
 pub mod latency;
 pub mod samples;
+pub mod sequential;

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::bench::{BenchRun, RunOptions};
 use crate::error::{invalid, Result};
+use crate::sequential::{
+    Design, DEFAULT_EQUIVALENCE_PCT, DEFAULT_MAX_REPETITIONS, DEFAULT_MIN_REPETITIONS,
+};
 
 /// Where one layout puts pgbench's relations, and the session its runs get.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -87,6 +90,12 @@ pub struct Experiment {
     pub reuse_tables: bool,
     /// pgbench options of every run (protocol, rate...), as for bench_start.
     pub run: RunOptions,
+    /// How it stops: None, after `repetitions` (fixed, the default); a
+    /// design, when every comparison with the baseline is decided or after
+    /// its max_repetitions (`repetitions` is then that maximum). Absent
+    /// from experiments stored before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Design>,
 }
 
 /// One step of the job, in the order it runs.
@@ -107,7 +116,18 @@ pub enum Step {
 
 /// The keys of `options` that belong to the experiment; the others are
 /// pgbench run options (RunOptions).
-const EXPERIMENT_OPTIONS: [&str; 4] = ["baseline", "order", "lock_timeout_ms", "reuse_tables"];
+const EXPERIMENT_OPTIONS: [&str; 8] = [
+    "baseline",
+    "order",
+    "lock_timeout_ms",
+    "reuse_tables",
+    "stop",
+    "min_repetitions",
+    "max_repetitions",
+    "equivalence_pct",
+];
+/// The options of a sequential stop, refused with the fixed one.
+const SEQUENTIAL_OPTIONS: [&str; 3] = ["min_repetitions", "max_repetitions", "equivalence_pct"];
 const PLACEMENT_KEYS: [&str; 5] = ["tables", "indexes", "temp", "settings", "wal"];
 
 /// The arguments of experiment_start, as the SQL function received them.
@@ -173,7 +193,13 @@ impl Experiment {
                 .as_bool()
                 .ok_or_else(|| invalid(format!("option reuse_tables = {v}: true or false")))?,
         };
+        let stop = stop_rule(options)?;
         let mut layouts = parse_layouts(a.layouts)?;
+        if stop.is_some() && layouts.len() < 2 {
+            return Err(invalid(
+                "stop \"sequential\" needs at least two layouts: it stops when each layout's comparison with the baseline is decided",
+            ));
+        }
         if let Some(b) = options.get("baseline") {
             let b = b
                 .as_str()
@@ -200,10 +226,12 @@ impl Experiment {
                 "fillfactor must be between 10 and 100, not {ff}"
             )));
         }
-        if a.repetitions < 1 || a.repetitions > 100 {
+        // a sequential design's maximum is the experiment's repetitions
+        let repetitions = stop.map_or(a.repetitions, |d| d.max_repetitions as i32);
+        if !(1..=100).contains(&repetitions) {
             return Err(invalid(format!(
                 "repetitions must be between 1 and 100, not {}",
-                a.repetitions
+                repetitions
             )));
         }
         if a.scale < 1 {
@@ -248,7 +276,7 @@ impl Experiment {
             clients: a.clients,
             jobs: a.jobs,
             duration_s,
-            repetitions: a.repetitions,
+            repetitions,
             warmup_s,
             scale: a.scale,
             fillfactors: a.fillfactors,
@@ -256,7 +284,14 @@ impl Experiment {
             lock_timeout_ms,
             reuse_tables,
             run,
+            stop,
         })
+    }
+
+    /// How many comparisons a sequential design shares its error among:
+    /// each layout but the baseline, at each clients and fillfactor.
+    pub fn comparisons(&self) -> usize {
+        (self.layouts.len() - 1) * self.clients.len() * self.fillfactors.len()
     }
 
     /// Gives every layout a tablespace for its tables and for its indexes:
@@ -445,8 +480,9 @@ impl Experiment {
                 layout,
                 clients,
             } => format!(
-                "{}repetition {repetition}/{}, layout {}, clients {clients}",
+                "{}repetition {repetition}{}{}, layout {}, clients {clients}",
                 ff(fillfactor),
+                if self.stop.is_some() { " of at most " } else { "/" },
                 self.repetitions,
                 self.layouts[layout].name
             ),
@@ -456,6 +492,51 @@ impl Experiment {
             _ => format!("{what}: {phase}"),
         }
     }
+}
+
+/// The options' stop rule: None for "fixed" (the default), a checked
+/// design for "sequential".
+fn stop_rule(options: &serde_json::Map<String, serde_json::Value>) -> Result<Option<Design>> {
+    let sequential = match options.get("stop") {
+        None => false,
+        Some(v) => match v.as_str() {
+            Some("fixed") => false,
+            Some("sequential") => true,
+            _ => {
+                return Err(invalid(format!(
+                    "option stop = {v}: use \"fixed\" (the default: every repetition runs) or \"sequential\" (stop when every comparison is decided)"
+                )))
+            }
+        },
+    };
+    if !sequential {
+        if let Some(k) = SEQUENTIAL_OPTIONS.iter().find(|k| options.contains_key(**k)) {
+            return Err(invalid(format!(
+                "option {k} belongs to stop \"sequential\": add \"stop\": \"sequential\", or leave it out"
+            )));
+        }
+        return Ok(None);
+    }
+    let int = |k: &str, default: u32| -> Result<i64> {
+        match options.get(k) {
+            None => Ok(default as i64),
+            Some(v) => v
+                .as_i64()
+                .ok_or_else(|| invalid(format!("option {k} = {v}: a whole number of repetitions"))),
+        }
+    };
+    let equivalence_pct = match options.get("equivalence_pct") {
+        None => DEFAULT_EQUIVALENCE_PCT,
+        Some(v) => v
+            .as_f64()
+            .ok_or_else(|| invalid(format!("option equivalence_pct = {v}: a number of percent")))?,
+    };
+    Design::new(
+        int("min_repetitions", DEFAULT_MIN_REPETITIONS)?,
+        int("max_repetitions", DEFAULT_MAX_REPETITIONS)?,
+        equivalence_pct,
+    )
+    .map(Some)
 }
 
 fn names(layouts: &[Layout]) -> String {
@@ -659,6 +740,43 @@ mod tests {
         json!({"a": {"tables": "disk", "indexes": "disk"},
                "bb": {"tables": "disk", "indexes": "ram", "temp": "ram",
                       "settings": {"synchronous_commit": "off", "work_mem": 8192}}})
+    }
+
+    #[test]
+    fn a_sequential_stop_is_checked_before_anything_runs() {
+        let l = two();
+        let ok = json!({"stop": "sequential", "max_repetitions": 6, "equivalence_pct": 3});
+        let e = Experiment::new(args(&l, &ok)).unwrap();
+        let d = e.stop.unwrap();
+        assert_eq!((d.min_repetitions, d.max_repetitions, d.equivalence_pct), (2, 6, 3.0));
+        assert_eq!(e.repetitions, 6, "the maximum replaces repetitions");
+        assert!(e.run.to_json().get("stop").is_none(), "not a pgbench option");
+        // defaults, and a stored experiment without the field reads back fixed
+        let e = Experiment::new(args(&l, &json!({"stop": "sequential"}))).unwrap();
+        assert_eq!(e.stop.map(|d| (d.min_repetitions, d.max_repetitions)), Some((2, 10)));
+        let fixed = Experiment::new(args(&l, &json!({"stop": "fixed"}))).unwrap();
+        assert_eq!((fixed.stop, fixed.repetitions), (None, 3));
+        let mut stored = serde_json::to_value(&fixed).unwrap();
+        assert!(stored.get("stop").is_none());
+        stored.as_object_mut().unwrap().remove("stop");
+        assert_eq!(serde_json::from_value::<Experiment>(stored).unwrap().stop, None);
+        let refused = |o: serde_json::Value, l: &serde_json::Value| {
+            let e = Experiment::new(args(l, &o)).unwrap_err();
+            assert_eq!(e.state, crate::error::SqlState::InvalidParameterValue, "{o}");
+            e.message
+        };
+        assert!(refused(json!({"stop": "bayes"}), &l).contains("option stop = \"bayes\""));
+        assert!(refused(json!({"stop": "sequential", "min_repetitions": 5, "max_repetitions": 4}), &l)
+            .contains("max_repetitions must be between min_repetitions (5)"));
+        assert!(refused(json!({"stop": "sequential", "equivalence_pct": 0}), &l).contains("equivalence_pct"));
+        assert!(refused(json!({"stop": "sequential", "equivalence_pct": 100}), &l).contains("equivalence_pct"));
+        assert!(refused(json!({"stop": "sequential", "min_repetitions": 1}), &l).contains("min_repetitions"));
+        assert!(refused(json!({"stop": "sequential", "max_repetitions": "ten"}), &l).contains("whole number"));
+        assert!(refused(json!({"max_repetitions": 5}), &l).contains("belongs to stop \"sequential\""));
+        let one = json!({"a": {}});
+        assert!(refused(json!({"stop": "sequential"}), &one).contains("at least two layouts"));
+        // a fixed experiment of one layout is still fine
+        assert!(Experiment::new(args(&one, &json!({}))).is_ok());
     }
 
     #[test]
