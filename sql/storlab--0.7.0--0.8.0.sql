@@ -1416,3 +1416,48 @@ SELECT storlab.node_id() IS NOT NULL AS minted;
 GRANT SELECT ON storlab.node, storlab.nodes, storlab.fleet_servers, storlab.fleet_members, storlab.fleet_nodes,
                 storlab.fleet_probes, storlab.fleet_baselines, storlab.fleet_baseline_probes,
                 storlab.fleet_bench_runs, storlab.fleet_experiments TO pg_monitor;
+
+-- ===== sequential experiments: stop when every comparison is answered =====
+-- experiment_start(..., options => '{"stop": "sequential", ...}') looks
+-- after each repetition (storlab_core::sequential); experiment_report()
+-- says where each layout's comparison stands: decision, decided_after and
+-- the repeated confidence interval seq_ci_low_pct .. seq_ci_high_pct, as
+-- four new columns at the end. No table changes: the design is stored in
+-- the job's args, as the rest of the experiment is.
+DROP FUNCTION storlab.experiment_report(bigint);
+CREATE FUNCTION storlab."experiment_report"(
+	"experiment_id" bigint /* Option < i64 > */
+) RETURNS TABLE (
+	"layout" TEXT,  /* String */
+	"fillfactor" INT,  /* i32 */
+	"clients" INT,  /* i32 */
+	"wal" TEXT,  /* Option < String > */
+	"runs" INT,  /* i32 */
+	"tps_mean" double precision,  /* Option < f64 > */
+	"tps_stddev" double precision,  /* Option < f64 > */
+	"tps_ci95_low" double precision,  /* Option < f64 > */
+	"tps_ci95_high" double precision,  /* Option < f64 > */
+	"lat_p95_ms" double precision,  /* Option < f64 > */
+	"lat_p99_ms" double precision,  /* Option < f64 > */
+	"improvement_pct" double precision,  /* Option < f64 > */
+	"p_value" double precision,  /* Option < f64 > */
+	"significant" bool,  /* Option < bool > */
+	"ff_improvement_pct" double precision,  /* Option < f64 > */
+	"ff_p_value" double precision,  /* Option < f64 > */
+	"ff_significant" bool,  /* Option < bool > */
+	"wal_bytes_per_tx" double precision,  /* Option < f64 > */
+	"logical_bytes" bigint,  /* Option < i64 > */
+	"allocated_bytes" bigint,  /* Option < i64 > */
+	"stored_bytes" bigint,  /* Option < i64 > */
+	"bar" TEXT,  /* String */
+	"decision" TEXT,  /* Option < &str > */
+	"decided_after" INT,  /* Option < i32 > */
+	"seq_ci_low_pct" double precision,  /* Option < f64 > */
+	"seq_ci_high_pct" double precision  /* Option < f64 > */
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'experiment_report_wrapper';
+REVOKE ALL ON FUNCTION storlab.experiment_report(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.experiment_report(bigint) TO pg_monitor;

@@ -115,8 +115,7 @@ impl Design {
         } else {
             (repetition - 1) as f64 / max
         };
-        (spent(ALPHA, repetition as f64 / max) - spent(ALPHA, prev))
-            / comparisons.max(1) as f64
+        (spent(ALPHA, repetition as f64 / max) - spent(ALPHA, prev)) / comparisons.max(1) as f64
     }
 
     /// The margin on the log scale: ln(1 − E/100), ln(1 + E/100).

@@ -64,15 +64,22 @@ fn experiment_resume(experiment_id: Option<i64>) -> i64 {
 /// measured runs only (warm-ups excluded): TPS mean, standard deviation and
 /// Student t 95 % interval; p95 and p99 latency of all its transactions
 /// (the runs' histograms merged); improvement over the baseline layout at
-/// the same fillfactor and clients, with Welch's t-test; with several
+/// the same fillfactor and clients, with Welch's t-test (a fixed-sample
+/// test: for a sequential experiment read `decision`); with several
 /// fillfactors, the improvement of each over fillfactor 100 (or the
 /// largest of the experiment without 100) at the same layout and clients,
 /// tested the same way (NULL on the reference's rows); where pg_wal was
 /// (the tablespace sharing its filesystem, else its mount point); WAL per
 /// transaction; the relations' sizes; a bar scaled to the best cell. With
-/// one run per cell, the interval and the test are NULL. Read as the
-/// caller (SELECT on storlab.experiments and storlab.bench_runs, granted to
-/// pg_monitor).
+/// one run per cell, the interval and the test are NULL. A sequential
+/// experiment's layouts (options stop "sequential") also get `decision`
+/// (different, equivalent, open while repetitions are left, undecided at
+/// the maximum), `decided_after` (the repetitions of the deciding look)
+/// and `seq_ci_low_pct` .. `seq_ci_high_pct`, the improvement's repeated
+/// confidence interval at that look, valid however early it stopped
+/// (storlab_core::sequential); tps_ci95_*, p_value and significant are
+/// fixed-sample figures and are not. Read as the caller (SELECT on
+/// storlab.experiments and storlab.bench_runs, granted to pg_monitor).
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
 fn experiment_report(
@@ -102,6 +109,10 @@ fn experiment_report(
         name!(allocated_bytes, Option<i64>),
         name!(stored_bytes, Option<i64>),
         name!(bar, String),
+        name!(decision, Option<&'static str>),
+        name!(decided_after, Option<i32>),
+        name!(seq_ci_low_pct, Option<f64>),
+        name!(seq_ci_high_pct, Option<f64>),
     ),
 > {
     let id = required(experiment_id, "experiment_id");
@@ -130,6 +141,10 @@ fn experiment_report(
             r.allocated_bytes,
             r.stored_bytes,
             r.bar,
+            r.decision,
+            r.decided_after,
+            r.seq_ci_low_pct,
+            r.seq_ci_high_pct,
         )
     }))
 }

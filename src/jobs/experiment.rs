@@ -21,11 +21,13 @@ use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
 use crate::ops::record;
 use crate::ops::relocate::apply_pgbench_placement;
+use crate::ops::report;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::env;
 use storlab_core::record::{ExperimentProgress, ExperimentWalStop, Record};
 use storlab_core::report::experiment::{placement_sentence, Expected, Observation};
+use storlab_core::report::sequential;
 use storlab_core::request::bench::BenchInit;
 use storlab_core::request::experiment::{pgoptions, session_settings, Experiment, Step};
 use storlab_core::sql_text::{ident, literal};
@@ -166,6 +168,25 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 layout,
                 clients,
             } => {
+                // a sequential experiment looks after each repetition: a
+                // run whose comparison was decided is not needed
+                let open = if e.stop.is_some() {
+                    let compared =
+                        bookkeeping(|| Ok(report::comparisons(job.id, e, repetition as u32 - 1)));
+                    if sequential::skip(e, &compared, step) {
+                        progress(job, i + 1, &e.describe(step, "not needed: decided"));
+                        continue;
+                    }
+                    Some(sequential::sentence(e, &compared))
+                } else {
+                    None
+                };
+                // what storlab.experiments shows while it runs: the phase,
+                // and which comparisons are still open
+                let doing = |phase: &str| match open.as_deref() {
+                    Some(o) if !o.is_empty() => e.describe(step, &format!("{phase} ({o})")),
+                    _ => e.describe(step, phase),
+                };
                 // pg_wal moves only while the server is stopped: the
                 // experiment stops here, for a person or a script to move
                 // it and resume (nothing is reordered)
@@ -188,18 +209,18 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 // the pages the last run changed are read where that run left
                 // them, not again from the new layout's storage (on a
                 // 200-IOPS disk, thousands of random reads before each run)
-                progress(job, i, &e.describe(step, "VACUUM"));
+                progress(job, i, &doing("VACUUM"));
                 vacuum_analyze(job, &dir.join("psql"))?;
                 place(job, e, step, i, layout)?;
                 if e.run.checkpoint_before == Some(true) {
-                    progress(job, i, &e.describe(step, "CHECKPOINT"));
+                    progress(job, i, &doing("CHECKPOINT"));
                     as_caller(|| Spi::run("CHECKPOINT"));
                 }
                 let name = &e.layouts[layout].name;
                 let options = pgoptions(&e.layouts[layout].placement);
                 let expected = expected(e, layout, fillfactor);
                 if e.warmup_s > 0 {
-                    progress(job, i, &e.describe(step, "warm-up run"));
+                    progress(job, i, &doing("warm-up run"));
                     one_run(
                         job,
                         e,
@@ -212,7 +233,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                         &expected,
                     )?;
                 }
-                progress(job, i, &e.describe(step, "measured run"));
+                progress(job, i, &doing("measured run"));
                 one_run(
                     job,
                     e,
@@ -237,10 +258,22 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
             ", {n} of them invalid (their observations disagree with their layout: bench_runs.invalid says why), left out of the report"
         ),
     };
+    // a sequential experiment says how it ended: each comparison decided,
+    // or undecided at the maximum
+    let answered = if e.stop.is_some() {
+        let compared = bookkeeping(|| Ok(report::comparisons(job.id, e, e.repetitions as u32)));
+        format!(
+            "; comparisons: {} ({})",
+            sequential::tally(&compared),
+            sequential::sentence(e, &compared)
+        )
+    } else {
+        String::new()
+    };
     progress(
         job,
         steps.len(),
-        &format!("done: {total} measured runs ({measured} in this session){left_out}; storlab.experiment_report({}) compares them", job.id),
+        &format!("done: {total} measured runs ({measured} in this session){left_out}{answered}; storlab.experiment_report({}) compares them", job.id),
     );
     Ok(())
 }

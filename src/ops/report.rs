@@ -14,6 +14,7 @@ use pgrx::prelude::*;
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use storlab_core::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
 use storlab_core::report::latency::run_percentiles;
+use storlab_core::report::sequential::{self, Comparison};
 use storlab_core::request::experiment::Experiment;
 use storlab_core::request::job::{JobArgs, JobSpec};
 
@@ -44,6 +45,15 @@ pub struct ReportRow {
     pub allocated_bytes: Option<i64>,
     pub stored_bytes: Option<i64>,
     pub bar: String,
+    /// A sequential experiment's layouts against the baseline: different,
+    /// equivalent, open or undecided (None: the baseline, a fixed experiment)
+    pub decision: Option<&'static str>,
+    /// The repetitions at the look that decided it
+    pub decided_after: Option<i32>,
+    /// That look's repeated confidence interval of the improvement, in %
+    /// (for an open or undecided one, the last look's)
+    pub seq_ci_low_pct: Option<f64>,
+    pub seq_ci_high_pct: Option<f64>,
 }
 
 /// The report of experiment `id` (42704 when there is none), with a NOTICE
@@ -71,6 +81,14 @@ pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
         }
     }
     let stats = compare(&cells, &e.layouts[0].name);
+    // a sequential experiment's looks, up to the last repetition with a run
+    let compared = match e.stop {
+        Some(_) => {
+            let r = sequential_runs(id);
+            sequential::comparisons(&e, &r, sequential::reached(&r))
+        }
+        None => Vec::new(),
+    };
     let by_fillfactor = compare_fillfactors(&cells, reference_fillfactor(&e.fillfactors));
     let rows = cells
         .into_iter()
@@ -93,7 +111,15 @@ pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
                 .filter(|r| !r.wal_places.is_empty())
                 .map(|r| r.wal_places.join(", "));
             let ff = ff.unwrap_or_default();
+            let v = sequential::decision_of(&compared, &cell.layout, cell.fillfactor, cell.clients);
             ReportRow {
+                decision: v.map(|v| v.decision.as_str()),
+                decided_after: v
+                    .filter(|v| v.decision.decided())
+                    .and_then(|v| v.look)
+                    .map(|n| n as i32),
+                seq_ci_low_pct: v.and_then(|v| v.ci_low_pct),
+                seq_ci_high_pct: v.and_then(|v| v.ci_high_pct),
                 layout: cell.layout,
                 fillfactor: cell.fillfactor,
                 clients: cell.clients,
@@ -225,6 +251,37 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
         r.transactions += transactions;
     }
     out
+}
+
+/// The runs a report pools as (repetition, TPS) per (layout, fillfactor,
+/// clients): what a sequential experiment's looks are made of, for its
+/// report and for its job deciding which runs are still needed.
+pub fn sequential_runs(id: i64) -> sequential::Runs {
+    let rows = Spi::connect(|c| {
+        c.select(
+            &format!("SELECT experiment_layout, fillfactor, clients, repetition, tps {POOLED_RUNS} ORDER BY id"),
+            None,
+            &[id.into()],
+        )?
+        .map(|r| Ok((cell_of(&r)?, r.get::<i32>(4)?.unwrap_or(0), r.get::<f64>(5)?.unwrap_or(0.0))))
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's runs"))
+    .or_raise();
+    let mut out = sequential::Runs::new();
+    for (key, repetition, tps) in rows {
+        out.entry(key).or_default().push((repetition, tps));
+    }
+    out
+}
+
+/// Where a sequential experiment's comparisons stand after repetition
+/// `done` (none for a fixed experiment).
+pub fn comparisons(id: i64, e: &Experiment, done: u32) -> Vec<Comparison> {
+    if e.stop.is_none() {
+        return Vec::new();
+    }
+    sequential::comparisons(e, &sequential_runs(id), done)
 }
 
 /// Names, in a NOTICE, the measured runs the report does not pool: those

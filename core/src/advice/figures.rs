@@ -67,6 +67,14 @@ pub struct Cell {
     pub improvement_pct: Option<f64>,
     pub p_value: Option<f64>,
     pub significant: Option<bool>,
+    /// A sequential experiment's decision for this layout (different,
+    /// equivalent, open, undecided), the repetitions of its look and that
+    /// look's repeated confidence interval of the improvement (%); None
+    /// in a fixed experiment, whose Welch test decides.
+    pub decision: Option<String>,
+    pub decided_after: Option<i32>,
+    pub seq_ci_low_pct: Option<f64>,
+    pub seq_ci_high_pct: Option<f64>,
     pub logical_bytes: Option<i64>,
     pub stored_bytes: Option<i64>,
 }

@@ -155,6 +155,30 @@ pub fn statement(purpose: Purpose, ts: &str, ctx: &Context) -> String {
     }
 }
 
+/// Did this layout beat its baseline? In a sequential experiment its
+/// decision says (different, with the whole repeated confidence interval
+/// above 0): the fixed-sample p of a run that stopped early is not valid.
+/// In a fixed experiment, Welch's test at the report's level.
+pub fn won(c: &super::Cell) -> bool {
+    match c.decision.as_deref() {
+        Some(d) => d == "different" && c.seq_ci_low_pct.is_some_and(|lo| lo > 0.0),
+        None => c.significant == Some(true) && c.improvement_pct.is_some_and(|i| i > 0.0),
+    }
+}
+
+/// The evidence of a win, as the advice states it.
+fn evidence(c: &super::Cell) -> String {
+    match c.decision.as_deref() {
+        Some(_) => format!(
+            "sequential: different after {} repetitions, repeated 95 % CI {:+.1} to {:+.1} %",
+            c.decided_after.unwrap_or(0),
+            c.seq_ci_low_pct.unwrap_or(f64::NAN),
+            c.seq_ci_high_pct.unwrap_or(f64::NAN)
+        ),
+        None => format!("Welch p = {:.4}", c.p_value.unwrap_or(f64::NAN)),
+    }
+}
+
 /// An experiment's layout that placed them elsewhere than its baseline and
 /// won significantly, the largest gain.
 fn experiment_won(purpose: Purpose, experiments: &[Experiment], ctx: &Context) -> Option<Advice> {
@@ -162,7 +186,7 @@ fn experiment_won(purpose: Purpose, experiments: &[Experiment], ctx: &Context) -
     let (e, c, ts) = experiments
         .iter()
         .flat_map(|e| e.cells.iter().map(move |c| (e, c)))
-        .filter(|(_, c)| c.significant == Some(true) && c.improvement_pct.is_some_and(|i| i > 0.0))
+        .filter(|(_, c)| won(c))
         .filter_map(|(e, c)| {
             let base = e.layouts.first()?.1.get(what).and_then(Value::as_str);
             let mine = e
@@ -180,9 +204,9 @@ fn experiment_won(purpose: Purpose, experiments: &[Experiment], ctx: &Context) -
                 .total_cmp(&b.1.improvement_pct.unwrap_or(0.0))
         })?;
     let gain = format!(
-        "TPS {:+.1} % (Welch p = {:.4}) at {} clients, fillfactor {}, in experiment {} \"{}\"",
+        "TPS {:+.1} % ({}) at {} clients, fillfactor {}, in experiment {} \"{}\"",
         c.improvement_pct.unwrap_or(0.0),
-        c.p_value.unwrap_or(f64::NAN),
+        evidence(c),
         c.clients,
         c.fillfactor,
         e.id,
@@ -194,8 +218,16 @@ fn experiment_won(purpose: Purpose, experiments: &[Experiment], ctx: &Context) -
         format!("{what} on {ts}: the experiment's layout \"{}\" put them there and beat its baseline significantly (evidence: an experiment)", c.layout),
         Some(statement(purpose, ts, ctx)),
         Some(gain),
-        json!({"experiment": e.id, "layout": c.layout, "clients": c.clients, "fillfactor": c.fillfactor,
-               "improvement_pct": c.improvement_pct, "p_value": c.p_value}),
+        {
+            let mut j = json!({"experiment": e.id, "layout": c.layout, "clients": c.clients, "fillfactor": c.fillfactor,
+                               "improvement_pct": c.improvement_pct, "p_value": c.p_value});
+            if let Some(d) = &c.decision {
+                j["decision"] = json!(d);
+                j["decided_after"] = json!(c.decided_after);
+                j["seq_ci_pct"] = json!([c.seq_ci_low_pct, c.seq_ci_high_pct]);
+            }
+            j
+        },
     ))
 }
 
@@ -751,8 +783,41 @@ mod tests {
         );
         assert_eq!(a.expected_gain.as_deref(), Some("TPS +20.0 % (Welch p = 0.0010) at 8 clients, fillfactor 100, in experiment 7 \"ix\""));
         // temp was the same in every layout: the probes decide
-        assert!(advise(Purpose::Temp, &ByTablespace::new(), &[e], &ctx())
-            .advice
-            .starts_with("nothing measured yet"));
+        assert!(advise(
+            Purpose::Temp,
+            &ByTablespace::new(),
+            std::slice::from_ref(&e),
+            &ctx()
+        )
+        .advice
+        .starts_with("nothing measured yet"));
+
+        // a sequential experiment: its decision, not the fixed-sample p of
+        // runs that stopped early. "fast" is only open (p 0.001 after
+        // optional stopping proves nothing); "slow" was decided different
+        let mut seq = e.clone();
+        let decided = |c: &mut Cell, d: &str, lo: f64, hi: f64| {
+            c.decision = Some(d.into());
+            c.decided_after = Some(3);
+            c.seq_ci_low_pct = Some(lo);
+            c.seq_ci_high_pct = Some(hi);
+        };
+        decided(&mut seq.cells[1], "open", -2.0, 45.0);
+        decided(&mut seq.cells[2], "different", 12.0, 70.0);
+        let a = advise(
+            Purpose::Indexes,
+            &ByTablespace::new(),
+            &[seq.clone()],
+            &ctx(),
+        );
+        assert_eq!(a.target.as_deref(), Some("lab_xfs"), "{a:?}");
+        assert_eq!(a.expected_gain.as_deref(), Some("TPS +40.0 % (sequential: different after 3 repetitions, repeated 95 % CI +12.0 to +70.0 %) at 8 clients, fillfactor 100, in experiment 7 \"ix\""));
+        assert_eq!(a.evidence["decision"], "different");
+        // different, but slower: no win; equivalent: no win
+        decided(&mut seq.cells[2], "different", -70.0, -12.0);
+        decided(&mut seq.cells[1], "equivalent", -2.0, 2.0);
+        let a = advise(Purpose::Indexes, &ByTablespace::new(), &[seq], &ctx());
+        assert_ne!(a.target.as_deref(), Some("lab_xfs"));
+        assert_ne!(a.target.as_deref(), Some("lab_ram"));
     }
 }

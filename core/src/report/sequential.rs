@@ -29,7 +29,8 @@ pub fn comparisons(e: &Experiment, runs: &Runs, done: u32) -> Vec<Comparison> {
         return Vec::new();
     };
     let none = Vec::new();
-    let cell = |layout: &str, f: i32, c: i32| runs.get(&(layout.to_string(), f, c)).unwrap_or(&none);
+    let cell =
+        |layout: &str, f: i32, c: i32| runs.get(&(layout.to_string(), f, c)).unwrap_or(&none);
     let mut out = Vec::new();
     for &fillfactor in &e.fillfactors {
         for &clients in &e.clients {
@@ -39,7 +40,13 @@ pub fn comparisons(e: &Experiment, runs: &Runs, done: u32) -> Vec<Comparison> {
                     layout: layout.name.clone(),
                     fillfactor,
                     clients,
-                    verdict: verdict(design, e.comparisons(), base, cell(&layout.name, fillfactor, clients), done),
+                    verdict: verdict(
+                        design,
+                        e.comparisons(),
+                        base,
+                        cell(&layout.name, fillfactor, clients),
+                        done,
+                    ),
                 });
             }
         }
@@ -52,13 +59,21 @@ pub fn comparisons(e: &Experiment, runs: &Runs, done: u32) -> Vec<Comparison> {
 /// clients). `compared` are the comparisons looked at up to the
 /// repetition before the step's.
 pub fn skip(e: &Experiment, compared: &[Comparison], step: Step) -> bool {
-    let Step::Run { fillfactor, layout, clients, .. } = step else {
+    let Step::Run {
+        fillfactor,
+        layout,
+        clients,
+        ..
+    } = step
+    else {
         return false;
     };
     if e.stop.is_none() {
         return false;
     }
-    let mut same = compared.iter().filter(|c| c.fillfactor == fillfactor && c.clients == clients);
+    let mut same = compared
+        .iter()
+        .filter(|c| c.fillfactor == fillfactor && c.clients == clients);
     if layout == 0 {
         same.all(|c| c.verdict.decision.decided())
     } else {
@@ -112,7 +127,12 @@ pub fn sentence(e: &Experiment, compared: &[Comparison]) -> String {
 
 /// The decision experiment_report shows for a comparison: "open" while
 /// repetitions are left, "undecided" once none are.
-pub fn decision_of(compared: &[Comparison], layout: &str, fillfactor: i32, clients: i32) -> Option<Verdict> {
+pub fn decision_of(
+    compared: &[Comparison],
+    layout: &str,
+    fillfactor: i32,
+    clients: i32,
+) -> Option<Verdict> {
     compared
         .iter()
         .find(|c| c.layout == layout && c.fillfactor == fillfactor && c.clients == clients)
@@ -132,7 +152,12 @@ pub fn reached(runs: &Runs) -> u32 {
 pub fn tally(compared: &[Comparison]) -> String {
     let count = |d: Decision| compared.iter().filter(|c| c.verdict.decision == d).count();
     let mut parts = Vec::new();
-    for d in [Decision::Different, Decision::Equivalent, Decision::Undecided, Decision::Open] {
+    for d in [
+        Decision::Different,
+        Decision::Equivalent,
+        Decision::Undecided,
+        Decision::Open,
+    ] {
         let n = count(d);
         if n > 0 {
             parts.push(format!("{n} {}", d.as_str()));
@@ -152,7 +177,8 @@ mod tests {
             .map(|n| (n.to_string(), serde_json::json!({})))
             .collect();
         let layouts = serde_json::Value::Object(l);
-        let options = serde_json::json!({"stop": "sequential", "max_repetitions": 4, "baseline": "A"});
+        let options =
+            serde_json::json!({"stop": "sequential", "max_repetitions": 4, "baseline": "A"});
         Experiment::new(Args {
             name: "seq".into(),
             layouts: &layouts,
@@ -176,7 +202,10 @@ mod tests {
             .map(|(l, c, tps)| {
                 (
                     (l.to_string(), 100, *c),
-                    tps.iter().enumerate().map(|(i, t)| (i as i32 + 1, *t)).collect(),
+                    tps.iter()
+                        .enumerate()
+                        .map(|(i, t)| (i as i32 + 1, *t))
+                        .collect(),
                 )
             })
             .collect()
@@ -185,7 +214,10 @@ mod tests {
     #[test]
     fn decided_layouts_are_skipped_and_the_baseline_runs_while_any_is_open() {
         let e = experiment(&["A", "B", "C"], vec![8]);
-        assert_eq!(e.repetitions, 4, "the maximum is the experiment's repetitions");
+        assert_eq!(
+            e.repetitions, 4,
+            "the maximum is the experiment's repetitions"
+        );
         assert_eq!(e.comparisons(), 2);
         let r = runs(&[
             ("A", 8, &[1000.0, 1001.0]),
@@ -195,7 +227,12 @@ mod tests {
         let c = comparisons(&e, &r, 2);
         assert_eq!(c[0].verdict.decision, Decision::Different);
         assert_eq!(c[1].verdict.decision, Decision::Open);
-        let step = |layout| Step::Run { fillfactor: 100, repetition: 3, layout, clients: 8 };
+        let step = |layout| Step::Run {
+            fillfactor: 100,
+            repetition: 3,
+            layout,
+            clients: 8,
+        };
         assert!(!skip(&e, &c, step(0)), "the baseline: C is open");
         assert!(skip(&e, &c, step(1)), "B is decided");
         assert!(!skip(&e, &c, step(2)));
@@ -218,13 +255,25 @@ mod tests {
         let c = comparisons(&e, &r, 2);
         assert!(c.is_empty());
         assert!(!all_decided(&c));
-        assert!(!skip(&e, &c, Step::Run { fillfactor: 100, repetition: 3, layout: 1, clients: 8 }));
+        assert!(!skip(
+            &e,
+            &c,
+            Step::Run {
+                fillfactor: 100,
+                repetition: 3,
+                layout: 1,
+                clients: 8
+            }
+        ));
     }
 
     #[test]
     fn undecided_once_the_maximum_is_done() {
         let e = experiment(&["A", "B"], vec![8]);
-        let r = runs(&[("A", 8, &[1000.0, 1100.0, 950.0, 1050.0]), ("B", 8, &[1020.0, 900.0, 1110.0, 990.0])]);
+        let r = runs(&[
+            ("A", 8, &[1000.0, 1100.0, 950.0, 1050.0]),
+            ("B", 8, &[1020.0, 900.0, 1110.0, 990.0]),
+        ]);
         assert_eq!(comparisons(&e, &r, 3)[0].verdict.decision, Decision::Open);
         let c = comparisons(&e, &r, 4);
         assert_eq!(c[0].verdict.decision, Decision::Undecided);

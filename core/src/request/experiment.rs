@@ -482,7 +482,11 @@ impl Experiment {
             } => format!(
                 "{}repetition {repetition}{}{}, layout {}, clients {clients}",
                 ff(fillfactor),
-                if self.stop.is_some() { " of at most " } else { "/" },
+                if self.stop.is_some() {
+                    " of at most "
+                } else {
+                    "/"
+                },
                 self.repetitions,
                 self.layouts[layout].name
             ),
@@ -510,7 +514,10 @@ fn stop_rule(options: &serde_json::Map<String, serde_json::Value>) -> Result<Opt
         },
     };
     if !sequential {
-        if let Some(k) = SEQUENTIAL_OPTIONS.iter().find(|k| options.contains_key(**k)) {
+        if let Some(k) = SEQUENTIAL_OPTIONS
+            .iter()
+            .find(|k| options.contains_key(**k))
+        {
             return Err(invalid(format!(
                 "option {k} belongs to stop \"sequential\": add \"stop\": \"sequential\", or leave it out"
             )));
@@ -748,31 +755,64 @@ mod tests {
         let ok = json!({"stop": "sequential", "max_repetitions": 6, "equivalence_pct": 3});
         let e = Experiment::new(args(&l, &ok)).unwrap();
         let d = e.stop.unwrap();
-        assert_eq!((d.min_repetitions, d.max_repetitions, d.equivalence_pct), (2, 6, 3.0));
+        assert_eq!(
+            (d.min_repetitions, d.max_repetitions, d.equivalence_pct),
+            (2, 6, 3.0)
+        );
         assert_eq!(e.repetitions, 6, "the maximum replaces repetitions");
-        assert!(e.run.to_json().get("stop").is_none(), "not a pgbench option");
+        assert!(
+            e.run.to_json().get("stop").is_none(),
+            "not a pgbench option"
+        );
         // defaults, and a stored experiment without the field reads back fixed
         let e = Experiment::new(args(&l, &json!({"stop": "sequential"}))).unwrap();
-        assert_eq!(e.stop.map(|d| (d.min_repetitions, d.max_repetitions)), Some((2, 10)));
+        assert_eq!(
+            e.stop.map(|d| (d.min_repetitions, d.max_repetitions)),
+            Some((2, 10))
+        );
         let fixed = Experiment::new(args(&l, &json!({"stop": "fixed"}))).unwrap();
         assert_eq!((fixed.stop, fixed.repetitions), (None, 3));
         let mut stored = serde_json::to_value(&fixed).unwrap();
         assert!(stored.get("stop").is_none());
         stored.as_object_mut().unwrap().remove("stop");
-        assert_eq!(serde_json::from_value::<Experiment>(stored).unwrap().stop, None);
+        assert_eq!(
+            serde_json::from_value::<Experiment>(stored).unwrap().stop,
+            None
+        );
         let refused = |o: serde_json::Value, l: &serde_json::Value| {
             let e = Experiment::new(args(l, &o)).unwrap_err();
-            assert_eq!(e.state, crate::error::SqlState::InvalidParameterValue, "{o}");
+            assert_eq!(
+                e.state,
+                crate::error::SqlState::InvalidParameterValue,
+                "{o}"
+            );
             e.message
         };
         assert!(refused(json!({"stop": "bayes"}), &l).contains("option stop = \"bayes\""));
-        assert!(refused(json!({"stop": "sequential", "min_repetitions": 5, "max_repetitions": 4}), &l)
-            .contains("max_repetitions must be between min_repetitions (5)"));
-        assert!(refused(json!({"stop": "sequential", "equivalence_pct": 0}), &l).contains("equivalence_pct"));
-        assert!(refused(json!({"stop": "sequential", "equivalence_pct": 100}), &l).contains("equivalence_pct"));
-        assert!(refused(json!({"stop": "sequential", "min_repetitions": 1}), &l).contains("min_repetitions"));
-        assert!(refused(json!({"stop": "sequential", "max_repetitions": "ten"}), &l).contains("whole number"));
-        assert!(refused(json!({"max_repetitions": 5}), &l).contains("belongs to stop \"sequential\""));
+        assert!(refused(
+            json!({"stop": "sequential", "min_repetitions": 5, "max_repetitions": 4}),
+            &l
+        )
+        .contains("max_repetitions must be between min_repetitions (5)"));
+        assert!(
+            refused(json!({"stop": "sequential", "equivalence_pct": 0}), &l)
+                .contains("equivalence_pct")
+        );
+        assert!(
+            refused(json!({"stop": "sequential", "equivalence_pct": 100}), &l)
+                .contains("equivalence_pct")
+        );
+        assert!(
+            refused(json!({"stop": "sequential", "min_repetitions": 1}), &l)
+                .contains("min_repetitions")
+        );
+        assert!(
+            refused(json!({"stop": "sequential", "max_repetitions": "ten"}), &l)
+                .contains("whole number")
+        );
+        assert!(
+            refused(json!({"max_repetitions": 5}), &l).contains("belongs to stop \"sequential\"")
+        );
         let one = json!({"a": {}});
         assert!(refused(json!({"stop": "sequential"}), &one).contains("at least two layouts"));
         // a fixed experiment of one layout is still fine

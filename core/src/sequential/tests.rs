@@ -24,7 +24,10 @@ fn the_spending_function_spends_alpha_by_the_last_look() {
     for (min, max, m) in [(2, 10, 1), (2, 5, 3), (3, 3, 2), (2, 100, 7)] {
         let d = design(min, max, 5.0);
         let sum: f64 = (1..=max as u32 + 1).map(|n| d.look_alpha(n, m)).sum();
-        assert!(close(sum, ALPHA / m as f64, 1e-15), "{min} {max} {m}: {sum}");
+        assert!(
+            close(sum, ALPHA / m as f64, 1e-15),
+            "{min} {max} {m}: {sum}"
+        );
         assert_eq!(d.look_alpha(min as u32 - 1, m), 0.0);
         assert_eq!(d.look_alpha(max as u32 + 1, m), 0.0);
     }
@@ -34,9 +37,21 @@ fn the_spending_function_spends_alpha_by_the_last_look() {
 
 #[test]
 fn bad_designs_are_refused() {
-    for (min, max, e) in [(1, 5, 5.0), (3, 2, 5.0), (2, 101, 5.0), (2, 5, 0.0), (2, 5, 100.0), (2, 5, -1.0), (2, 5, f64::NAN)] {
+    for (min, max, e) in [
+        (1, 5, 5.0),
+        (3, 2, 5.0),
+        (2, 101, 5.0),
+        (2, 5, 0.0),
+        (2, 5, 100.0),
+        (2, 5, -1.0),
+        (2, 5, f64::NAN),
+    ] {
         let err = Design::new(min, max, e).unwrap_err();
-        assert_eq!(err.state, crate::error::SqlState::InvalidParameterValue, "{min} {max} {e}");
+        assert_eq!(
+            err.state,
+            crate::error::SqlState::InvalidParameterValue,
+            "{min} {max} {e}"
+        );
     }
     assert!(Design::new(2, 2, 0.5).is_ok());
 }
@@ -68,7 +83,10 @@ fn the_interval_of_a_look_agrees_with_scipy() {
     // with more comparisons each spends less: a wider interval, and with
     // fifty the same data decide nothing yet
     let two = verdict(&d, 2, &base, &other, 3);
-    assert!(two.ci_low_pct.unwrap() < v.ci_low_pct.unwrap() && two.ci_high_pct.unwrap() > v.ci_high_pct.unwrap());
+    assert!(
+        two.ci_low_pct.unwrap() < v.ci_low_pct.unwrap()
+            && two.ci_high_pct.unwrap() > v.ci_high_pct.unwrap()
+    );
     assert_eq!(verdict(&d, 50, &base, &other, 3).decision, Decision::Open);
 }
 
@@ -85,23 +103,39 @@ fn a_single_look_at_the_whole_alpha_is_welchs_test() {
         let la: Vec<f64> = a.iter().map(|x: &f64| x.ln()).collect();
         let lb: Vec<f64> = b.iter().map(|x: &f64| x.ln()).collect();
         let w = welch(&lb, &la).unwrap();
-        let rep = |xs: [f64; 3]| xs.iter().enumerate().map(|(i, x)| (i as i32 + 1, *x)).collect::<Vec<_>>();
+        let rep = |xs: [f64; 3]| {
+            xs.iter()
+                .enumerate()
+                .map(|(i, x)| (i as i32 + 1, *x))
+                .collect::<Vec<_>>()
+        };
         let v = verdict(&d, 1, &rep(a), &rep(b), 3);
-        assert_eq!(v.decision == Decision::Different, w.significant(ALPHA, Sides::Two), "{a:?} {b:?}");
+        assert_eq!(
+            v.decision == Decision::Different,
+            w.significant(ALPHA, Sides::Two),
+            "{a:?} {b:?}"
+        );
     }
 }
 
 #[test]
 fn equivalent_when_the_interval_is_inside_the_margin() {
     let d = design(2, 10, 5.0);
-    let base: Vec<(i32, f64)> = (1..=4).map(|r| (r, [1000.0, 1004.0, 998.0, 1001.0][r as usize - 1])).collect();
-    let same: Vec<(i32, f64)> = (1..=4).map(|r| (r, [1002.0, 999.0, 1003.0, 997.0][r as usize - 1])).collect();
+    let base: Vec<(i32, f64)> = (1..=4)
+        .map(|r| (r, [1000.0, 1004.0, 998.0, 1001.0][r as usize - 1]))
+        .collect();
+    let same: Vec<(i32, f64)> = (1..=4)
+        .map(|r| (r, [1002.0, 999.0, 1003.0, 997.0][r as usize - 1]))
+        .collect();
     let v = verdict(&d, 1, &base, &same, 4);
     assert_eq!(v.decision, Decision::Equivalent, "{v:?}");
     assert!(v.ci_low_pct.unwrap() > -5.0 && v.ci_high_pct.unwrap() < 5.0);
     // a margin of 0.1 % cannot be shown with this noise: still open
     let strict = design(2, 10, 0.1);
-    assert_eq!(verdict(&strict, 1, &base, &same, 4).decision, Decision::Open);
+    assert_eq!(
+        verdict(&strict, 1, &base, &same, 4).decision,
+        Decision::Open
+    );
     // and undecided once the maximum is done
     let short = design(2, 4, 0.1);
     let v = verdict(&short, 1, &base, &same, 4);
@@ -114,7 +148,10 @@ fn looks_need_both_sides_and_two_runs() {
     let d = design(2, 10, 5.0);
     // no look yet
     let v = verdict(&d, 1, &[(1, 100.0)], &[(1, 50.0)], 1);
-    assert_eq!((v.decision, v.look, v.ci_low_pct), (Decision::Open, None, None));
+    assert_eq!(
+        (v.decision, v.look, v.ci_low_pct),
+        (Decision::Open, None, None)
+    );
     // repetition 2 of the other side missing (an invalid run): no look at 2
     let v = verdict(&d, 1, &[(1, 100.0), (2, 101.0)], &[(1, 50.0)], 2);
     assert_eq!(v.look, None);
@@ -122,7 +159,13 @@ fn looks_need_both_sides_and_two_runs() {
     let v = verdict(&d, 1, &[(1, 100.0), (2, 100.0)], &[(1, 50.0), (2, 50.0)], 2);
     assert_eq!(v.decision, Decision::Different);
     assert!(close(v.ci_low_pct.unwrap(), -50.0, 1e-9));
-    let v = verdict(&d, 1, &[(1, 100.0), (2, 100.0)], &[(1, 100.0), (2, 100.0)], 2);
+    let v = verdict(
+        &d,
+        1,
+        &[(1, 100.0), (2, 100.0)],
+        &[(1, 100.0), (2, 100.0)],
+        2,
+    );
     assert_eq!(v.decision, Decision::Equivalent);
 }
 
@@ -144,7 +187,9 @@ struct Sim {
 
 impl Sim {
     fn new(seed: u64) -> Self {
-        Sim { rng: fastrand::Rng::with_seed(seed) }
+        Sim {
+            rng: fastrand::Rng::with_seed(seed),
+        }
     }
     fn normal(&mut self) -> f64 {
         // Box–Muller
@@ -203,7 +248,12 @@ fn wilson(k: usize, n: usize) -> (f64, f64) {
 
 fn pct(k: usize, n: usize) -> String {
     let (lo, hi) = wilson(k, n);
-    format!("{:.2} % (95 % CI {:.2} to {:.2})", 100.0 * k as f64 / n as f64, 100.0 * lo, 100.0 * hi)
+    format!(
+        "{:.2} % (95 % CI {:.2} to {:.2})",
+        100.0 * k as f64 / n as f64,
+        100.0 * lo,
+        100.0 * hi
+    )
 }
 
 /// `runs` sequential experiments of a baseline and `ratios.len()` layouts
@@ -220,7 +270,11 @@ fn sequential(d: &Design, ratios: &[f64], noise: Noise, runs: usize, seed: u64) 
         for &ratio in ratios {
             let other = sim.runs(ratio, noise, d.max_repetitions);
             let v = verdict(d, ratios.len(), &base, &other, d.max_repetitions);
-            reps = reps.max(if v.decision.decided() { v.look.unwrap() } else { d.max_repetitions });
+            reps = reps.max(if v.decision.decided() {
+                v.look.unwrap()
+            } else {
+                d.max_repetitions
+            });
             any |= v.decision == Decision::Different;
             outcomes.push(v);
         }
@@ -248,7 +302,11 @@ fn fixed(max: u32, e: f64, ratio: f64, noise: Noise, runs: usize, seed: u64) -> 
     let (lo, hi) = ((1.0 - e / 100.0).ln(), (1.0 + e / 100.0).ln());
     for _ in 0..runs {
         let a: Vec<f64> = sim.runs(1.0, noise, max).iter().map(|r| r.1.ln()).collect();
-        let b: Vec<f64> = sim.runs(ratio, noise, max).iter().map(|r| r.1.ln()).collect();
+        let b: Vec<f64> = sim
+            .runs(ratio, noise, max)
+            .iter()
+            .map(|r| r.1.ln())
+            .collect();
         let w = welch(&b, &a).unwrap();
         let d = difference(&b, &a).unwrap();
         let q = student_t_quantile(0.95, d.df);
@@ -278,7 +336,10 @@ const EXPERIMENTS: usize = 10_000;
 
 #[test]
 fn aa_experiments_call_at_most_5_percent_different_over_all_looks() {
-    for (noise, what) in [(Noise::Normal(LAB_CV), "normal"), (Noise::Heavy(LAB_CV), "heavy-tailed (t3)")] {
+    for (noise, what) in [
+        (Noise::Normal(LAB_CV), "normal"),
+        (Noise::Heavy(LAB_CV), "heavy-tailed (t3)"),
+    ] {
         let d = design(2, 10, 5.0);
         let t = &sequential(&d, &[1.0], noise, EXPERIMENTS, 7)[0];
         let wrong = t.different_up + t.different_down;
@@ -308,7 +369,10 @@ fn peeking_at_every_repetition_without_the_design_inflates_false_positives() {
         });
         naive += hit as usize;
     }
-    println!("A/A, stopping at the first p < 0.05 of 9 looks (no design): wrong \"different\" {}", pct(naive, n));
+    println!(
+        "A/A, stopping at the first p < 0.05 of 9 looks (no design): wrong \"different\" {}",
+        pct(naive, n)
+    );
     assert!(naive as f64 / n as f64 > 2.0 * ALPHA);
 }
 
@@ -318,7 +382,10 @@ fn several_layouts_keep_the_familywise_rate() {
     // the three comparisons keeps any wrong "different" at 5 %
     let d = design(2, 10, 5.0);
     let t = sequential(&d, &[1.0, 1.0, 1.0], Noise::Normal(LAB_CV), EXPERIMENTS, 13);
-    println!("A/A/A/A (3 comparisons): any wrong \"different\" {}", pct(t[0].any_different, t[0].n));
+    println!(
+        "A/A/A/A (3 comparisons): any wrong \"different\" {}",
+        pct(t[0].any_different, t[0].n)
+    );
     assert!(t[0].share(t[0].any_different) <= ALPHA);
 }
 
@@ -339,7 +406,11 @@ fn a_difference_at_the_margin_is_called_equivalent_at_most_5_percent() {
     }
     // and a true zero with that noise is shown equivalent most of the time
     let t = &sequential(&d, &[1.0], noise, 2_000, 19)[0];
-    println!("A/A, noise sd 2 %: \"equivalent\" {}, mean repetitions {:.2}", pct(t.equivalent, t.n), t.mean_repetitions());
+    println!(
+        "A/A, noise sd 2 %: \"equivalent\" {}, mean repetitions {:.2}",
+        pct(t.equivalent, t.n),
+        t.mean_repetitions()
+    );
     assert!(t.share(t.equivalent) > 0.8);
 }
 
@@ -347,7 +418,10 @@ fn a_difference_at_the_margin_is_called_equivalent_at_most_5_percent() {
 fn power_and_repetitions_against_the_fixed_design() {
     // the lab's noise; effects of 5, 10 and 20 % (layout B slower), and
     // the half-IOPS twin of the lab (about −47 %, studies/README.md)
-    println!("noise sd {:.1} %, at most 10 repetitions (the fixed design: all 10)", LAB_CV * 100.0);
+    println!(
+        "noise sd {:.1} %, at most 10 repetitions (the fixed design: all 10)",
+        LAB_CV * 100.0
+    );
     println!("effect   sequential: found  wrong sign  mean reps   fixed: found");
     let d = design(2, 10, 5.0);
     let mut rows = Vec::new();
@@ -364,7 +438,12 @@ fn power_and_repetitions_against_the_fixed_design() {
         );
         // never the wrong sign beyond the design's error
         assert!(s.share(s.different_up) <= ALPHA / 2.0, "{effect}");
-        rows.push((effect, s.share(s.different_down), s.mean_repetitions(), f.share(f.different_down)));
+        rows.push((
+            effect,
+            s.share(s.different_down),
+            s.mean_repetitions(),
+            f.share(f.different_down),
+        ));
     }
     // 20 %: found nearly as often as the fixed design, in under 60 % of its repetitions
     let (_, s20, reps20, f20) = rows[2];
