@@ -93,12 +93,14 @@ bench: deps install lab
 # studies (studies/, about 80 minutes), the power of an experiment there:
 # A/A and A/B experiments, five of each (bench/power, about 50 minutes), and
 # whether regressions() catches barriers switched on under a baseline taken
-# with them off (bench/regressions barriers, about 5 minutes);
+# with them off (bench/regressions barriers, about 5 minutes), and sequential
+# against fixed experiments on a known A/B and an A/A pair (bench/sequential);
 # `make study NAME=raid_iops` runs one study.
 studies: deps install lab-studies
 	scripts/studies
 	bench/power
 	bench/regressions barriers
+	bench/sequential
 
 study: deps install lab-studies
 	scripts/studies $(NAME)

@@ -35,12 +35,14 @@ SELECT count(*) - :jobs_before AS new_jobs FROM storlab.job_records;
 -- α(2/6) at the first: 0.00755, 0.00279, 0.00239, 0.00209, 0.00186.
 --   half:  TPS about half the baseline's; after 2 repetitions its interval
 --          is −62.9 .. −32.3 %: different, and its runs stop there.
---   twin:  equal; after 3 the interval is −4.5 .. +4.9 %, inside ± 5 %:
---          equivalent (after 2, with one degree of freedom, it was not).
+--   twin:  equal; after 3 the two one-sided tests at α_3 each give the
+--          interval −3.6 .. +3.9 %, inside ± 5 %: equivalent (after 2,
+--          with about one degree of freedom, it was not).
 --   noisy: runs that scatter ± 15 %: after 6 the interval is −25.7 ..
 --          +35.6 %: undecided, and the baseline ran all 6 for it.
--- (Welch's interval of the mean log TPS at each look's level, checked
--- with SciPy: scipy.stats.t.ppf(1 − α_n / 2, df) with Welch's df.)
+-- (Welch's interval of the mean log TPS, checked with SciPy: for
+-- different, scipy.stats.t.ppf(1 − α_n / 2, df) with Welch's df; for
+-- equivalent, t.ppf(1 − α_n, df), Schuirmann's two one-sided tests.)
 INSERT INTO storlab.job_records (id, kind, status, args) OVERRIDING SYSTEM VALUE
 VALUES (9005, 'experiment', 'done',
   '{"kind": "experiment", "name": "sequential, known figures", "layouts": [
@@ -65,9 +67,10 @@ SELECT 9500 + row_number() OVER (), 9005, 9005, layout, 100, rep, false, 'tpcb-l
        ) AS v(layout, rep, tps);
 
 -- decision, decided_after (the repetitions at the deciding look) and the
--- improvement's repeated 95 % confidence interval at that look, valid
--- however early the comparison stopped (for an undecided one, the last
--- look's). improvement_pct, p_value and significant stay the fixed-sample
+-- improvement's repeated confidence interval that decided (95 % over all
+-- looks; for equivalent, the two one-sided tests' 90 %-style interval;
+-- for an undecided one, the last look's), valid however early the
+-- comparison stopped. improvement_pct, p_value and significant stay the fixed-sample
 -- figures they always were: after a sequential stop they overstate the
 -- evidence (noisy's p would have been read at every look).
 SELECT layout, runs, round(improvement_pct::numeric, 1) AS "improv_%", decision, decided_after,

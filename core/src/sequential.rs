@@ -32,18 +32,29 @@
 //!   inequality, for t intervals of any size: exact where the approximation
 //!   would not be, at some cost in power (the simulations in the tests
 //!   show how much: about 2 % false positives for a 5 % design).
-//! - **Decisions.** A comparison is *equivalent* when its interval lies
-//!   inside ±equivalence_pct, *different* when it excludes 0 (the sign of
-//!   the effect is proven); otherwise it stays *open*, and *undecided*
-//!   once max_repetitions are done. Equivalent is looked at first: a proven
-//!   difference smaller than the margin is one the DBA said does not
-//!   matter. A decided comparison is frozen at its look; its interval is
-//!   the one of that look, valid however early it stopped.
-//! - **Error rates.** Wrong "different" (a difference that is 0) and wrong
-//!   "equivalent" (a difference at least the margin) each need the true
-//!   difference outside an interval at some look: at most α = 5 % over all
-//!   looks. With m comparisons each gets α / m (Bonferroni), so the chance
-//!   of any wrong answer in the whole experiment is at most 5 %.
+//! - **Decisions.** A comparison is *different* when its interval at
+//!   1 − α_n excludes 0 (the sign of the effect is proven), *equivalent*
+//!   when the two one-sided tests at α_n each (Schuirmann, "A comparison
+//!   of the two one-sided tests procedure and the power approach for
+//!   assessing the equivalence of average bioavailability", J.
+//!   Pharmacokinet. Biopharm. 15 (1987) 657–680) put it inside
+//!   ±equivalence_pct: its interval at 1 − 2 α_n lies inside the margin,
+//!   the 90 % interval of bioequivalence when α_n is 5 %, which is the
+//!   form Jennison & Turnbull (1993) give sequential equivalence.
+//!   Otherwise it stays *open*, and *undecided* once max_repetitions are
+//!   done. Equivalent is looked at first: a proven difference smaller than
+//!   the margin is one the DBA said does not matter. A decided comparison
+//!   is frozen at its look; its interval is the one that decided (1 − α_n
+//!   for different, 1 − 2 α_n for equivalent; 1 − α_n while open or
+//!   undecided), valid however early it stopped.
+//! - **Error rates.** Wrong "different" (a difference that is 0) needs 0
+//!   outside a 1 − α_n interval at some look; wrong "equivalent" (a true
+//!   difference at the margin or beyond) needs it beyond one end of a
+//!   1 − 2 α_n interval, on the one side that matters: each at most
+//!   Σ α_n = α = 5 % over all looks. With m comparisons each gets α / m
+//!   (Bonferroni), so the chance of any wrong "different" in the whole
+//!   experiment is at most 5 %, and so is the chance of any wrong
+//!   "equivalent".
 //! - **Assumption.** Log TPS of a cell's runs roughly normal and
 //!   independent (the alternating order keeps a slow drift out of the
 //!   differences); the tests check heavy tails too.
@@ -176,11 +187,15 @@ fn beyond(d: &Difference, x: f64, alpha: f64) -> bool {
     student_t_cdf(-z / d.se, d.df) < alpha / 2.0
 }
 
-/// The decision one look's interval (at 1 − `alpha`) makes, without
-/// computing the interval (the tail probabilities need no quantile).
+/// The decision one look makes at its level `alpha` (without computing
+/// the intervals: the tail probabilities need no quantile): equivalent
+/// when both one-sided tests at `alpha` reject a difference beyond the
+/// margin (the 1 − 2 alpha interval inside it), different when the
+/// 1 − alpha interval excludes 0.
 fn judge(design: &Design, d: &Difference, alpha: f64) -> Decision {
     let (lo, hi) = design.bounds();
-    let inside = d.diff > lo && d.diff < hi && beyond(d, lo, alpha) && beyond(d, hi, alpha);
+    let one_sided = 2.0 * alpha;
+    let inside = d.diff > lo && d.diff < hi && beyond(d, lo, one_sided) && beyond(d, hi, one_sided);
     if inside {
         Decision::Equivalent
     } else if beyond(d, 0.0, alpha) {
@@ -248,7 +263,13 @@ pub fn verdict(
     }
     match last {
         Some((n, d, alpha)) => {
-            let (lo, hi) = interval_pct(&d, alpha);
+            // the interval that decided: TOST's for an equivalence
+            let level = if decision == Decision::Equivalent {
+                2.0 * alpha
+            } else {
+                alpha
+            };
+            let (lo, hi) = interval_pct(&d, level);
             Verdict {
                 decision,
                 look: Some(n),

@@ -118,6 +118,28 @@ fn a_single_look_at_the_whole_alpha_is_welchs_test() {
     }
 }
 
+// SciPy, sql/sequential.sql's "twin": base ln [1000, 1012, 995], twin
+// ln [1003, 1009, 998], the look after 3 of (2, 6) for one of 3
+// comparisons: α_3 = 0.00278803; Welch df 3.373470; the two one-sided
+// tests at α_3 each: t.ppf(1 − α_3, df) = 6.324194; the interval
+// [−3.589387, +3.933253] % lies inside ±5 %: equivalent.
+#[test]
+fn equivalence_is_two_one_sided_tests_at_the_looks_level() {
+    let d = design(2, 6, 5.0);
+    let base = [(1, 1000.0), (2, 1012.0), (3, 995.0)];
+    let twin = [(1, 1003.0), (2, 1009.0), (3, 998.0)];
+    assert!(close(d.look_alpha(3, 3), 0.00278803, 1e-8));
+    let v = verdict(&d, 3, &base, &twin, 3);
+    assert_eq!((v.decision, v.look), (Decision::Equivalent, Some(3)));
+    assert!(close(v.ci_low_pct.unwrap(), -3.589387, 1e-5), "{v:?}");
+    assert!(close(v.ci_high_pct.unwrap(), 3.933253, 1e-5), "{v:?}");
+    // a margin of 3.8 %: the one-sided test on the high side fails
+    assert_eq!(
+        verdict(&design(2, 6, 3.8), 3, &base, &twin, 3).decision,
+        Decision::Open
+    );
+}
+
 #[test]
 fn equivalent_when_the_interval_is_inside_the_margin() {
     let d = design(2, 10, 5.0);
