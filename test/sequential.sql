@@ -3,8 +3,8 @@
 -- "seqscan" reads all of pgbench_accounts, about a hundred times slower
 -- than "idx"): decided at the first look, after 2 of at most 4
 -- repetitions, so the job skips the 4 runs it no longer needs; while it
--- runs, storlab.experiments says which comparison is open; resumed, it
--- runs nothing more.
+-- runs, storlab.experiments says which comparison is open; answered, it
+-- cannot be resumed.
 -- No BEGIN: the job's worker sees only what is committed.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(16);
@@ -70,9 +70,10 @@ SELECT results_eq(
   $$VALUES ('idx', NULL::text, NULL::int, NULL::boolean), ('seqscan', 'different', 2, true)$$,
   'the report: seqscan is different, decided after 2, its whole interval below 0');
 
--- Resumed, a decided experiment has nothing left to run.
-SELECT storlab.experiment_resume(:exp);
-SELECT is(pg_temp.final_status(:exp), 'done', 'resumed, it is done at once');
+-- Answered, it has nothing left to run: resuming it is refused, as for
+-- any finished experiment.
+SELECT throws_ok(format('SELECT storlab.experiment_resume(%s)', :exp), '55006', NULL,
+                 'an answered experiment has nothing to resume: 55006');
 SELECT is((SELECT count(*)::int FROM storlab.bench_runs WHERE experiment_id = :exp AND NOT warmup), 4,
-          'and ran nothing more');
+          'and nothing more ran');
 SELECT * FROM finish();

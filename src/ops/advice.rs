@@ -273,6 +273,7 @@ fn done_experiments() -> Vec<Experiment> {
                 id,
                 name,
                 layouts,
+                sequential: e.stop.is_some(),
                 cells,
             }
         })

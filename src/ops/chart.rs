@@ -30,7 +30,7 @@ pub fn experiment(id: i64) -> (String, Vec<ExperimentBar>) {
     .map_err(spi("reading the experiment"))
     .or_raise()
     .unwrap_or_else(|| not_found("experiment", id));
-    let (_, rows) = experiment_report(id);
+    let (e, rows) = experiment_report(id);
     let bars = rows
         .into_iter()
         .map(|r| ExperimentBar {
@@ -45,6 +45,8 @@ pub fn experiment(id: i64) -> (String, Vec<ExperimentBar>) {
             wal: r.wal,
             ff_improvement_pct: r.ff_improvement_pct,
             ff_significant: r.ff_significant,
+            decision: r.decision.map(String::from),
+            sequential: e.stop.is_some(),
         })
         .collect();
     (name, bars)

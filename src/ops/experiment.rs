@@ -15,9 +15,11 @@ use super::identity::{self, as_owner};
 use super::jobs;
 use super::record;
 use super::relocate::check_target;
+use super::report;
 use super::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::record::{ExperimentRecord, Record};
+use storlab_core::report::sequential;
 use storlab_core::request::experiment::{Experiment, Placement};
 use storlab_core::request::job::JobSpec;
 
@@ -111,6 +113,10 @@ pub fn resume(experiment_id: i64) -> i64 {
     .map_err(spi("reading the experiment"))
     .or_raise()
     .unwrap_or(false);
+    // a sequential experiment has fewer runs than its maximum once
+    // answered: it may go on only where a comparison is still open (or a
+    // run was invalid, or it waits for pg_wal), else resuming does nothing
+    let done_may_go_on = done_may_go_on && sequential_runs_left(experiment_id);
     jobs::restart(experiment_id, "experiment", done_may_go_on);
     as_owner(|| {
         Spi::run_with_args(
@@ -121,6 +127,30 @@ pub fn resume(experiment_id: i64) -> i64 {
     .map_err(spi("recording the resume"))
     .or_raise();
     experiment_id
+}
+
+/// For a sequential experiment: whether its job would run anything more
+/// (storlab_core::report::sequential::runs_left), or wait for pg_wal; true
+/// for a fixed one (the count of its runs decides) and for an id that is
+/// no experiment (jobs::restart says so).
+fn sequential_runs_left(id: i64) -> bool {
+    as_owner(|| {
+        let exists = Spi::get_one_with_args::<bool>(
+            "SELECT EXISTS (SELECT FROM storlab.experiments WHERE id = $1 AND args ? 'stop')",
+            &[id.into()],
+        )?;
+        if exists != Some(true) {
+            return Ok(true);
+        }
+        let waits_for_wal = Spi::get_one_with_args::<bool>(
+            "SELECT wal_needed IS NOT NULL FROM storlab.experiment_records WHERE id = $1",
+            &[id.into()],
+        )?;
+        let e = report::experiment_of(id);
+        Ok(waits_for_wal == Some(true) || sequential::runs_left(&e, &report::sequential_runs(id)))
+    })
+    .map_err(spi("reading the experiment"))
+    .or_raise()
 }
 
 fn check_placement(layout: &str, p: &Placement) {

@@ -169,7 +169,7 @@ struct Sizes {
 }
 
 /// The experiment as it was started (its layouts in order, baseline first).
-fn experiment_of(id: i64) -> Experiment {
+pub fn experiment_of(id: i64) -> Experiment {
     let args = Spi::get_one_with_args::<JsonB>(
         "SELECT (SELECT args FROM storlab.experiments WHERE id = $1)",
         &[id.into()],

@@ -53,6 +53,9 @@ pub struct Experiment {
     pub name: String,
     /// (name, placement) in order, the baseline first
     pub layouts: Vec<(String, Value)>,
+    /// Stopped by a sequential design (its layouts' comparisons decided
+    /// when it stopped; its fillfactor comparisons were not designed for it)
+    pub sequential: bool,
     pub cells: Vec<Cell>,
 }
 

@@ -16,7 +16,7 @@ pub const COMPARE_FILLFACTORS_CALL: &str =
 
 /// The fillfactor row.
 pub fn advise(experiments: &[Experiment], ctx: &Context) -> Advice {
-    let compared: Vec<&Experiment> = experiments
+    let compared_any: Vec<&Experiment> = experiments
         .iter()
         .filter(|e| {
             let mut ffs: Vec<i32> = e.cells.iter().map(|c| c.fillfactor).collect();
@@ -25,12 +25,24 @@ pub fn advise(experiments: &[Experiment], ctx: &Context) -> Advice {
             ffs.len() > 1
         })
         .collect();
+    // a sequential experiment stopped when its layouts were decided: its
+    // fillfactors' runs are as many as that stop left, and a Welch test on
+    // them is not the test of a design (neither fixed nor sequential)
+    let compared: Vec<&Experiment> = compared_any
+        .iter()
+        .copied()
+        .filter(|e| !e.sequential)
+        .collect();
     if compared.is_empty() {
-        return Advice::measure_first(
-            "fillfactor",
-            "no experiment compared fillfactors",
-            COMPARE_FILLFACTORS_CALL,
-        );
+        let why = if compared_any.is_empty() {
+            "no experiment compared fillfactors".to_string()
+        } else {
+            format!(
+                "only sequential experiments compared fillfactors ({}): they stop when their layouts are decided, which is no test of the fillfactors; compare them in a fixed experiment",
+                compared_any.iter().map(|e| e.id.to_string()).collect::<Vec<_>>().join(", ")
+            )
+        };
+        return Advice::measure_first("fillfactor", &why, COMPARE_FILLFACTORS_CALL);
     }
     let mut best: Option<(f64, Value, String)> = None;
     for e in &compared {
@@ -140,6 +152,7 @@ mod tests {
             id: 9003,
             name: "advice figures".into(),
             layouts: vec![("base".into(), json!({})), ("fast".into(), json!({}))],
+            sequential: false,
             cells: vec![
                 cell("base", 100, &[100.0, 110.0, 105.0], Some(1000)),
                 cell("fast", 100, &[140.0, 150.0, 145.0], None),
@@ -147,6 +160,23 @@ mod tests {
                 cell("fast", 70, &[150.0, 155.0, 160.0], None),
             ],
         }
+    }
+
+    #[test]
+    fn a_sequential_experiments_fillfactors_are_no_evidence() {
+        // its stop was decided by the layouts: a Welch test on the
+        // fillfactors' runs it happened to leave is no test of a design
+        let mut e = experiment(&[120.0, 125.0, 130.0]);
+        e.sequential = true;
+        let a = advise(&[e], &Context::default());
+        assert_eq!(a.target, None);
+        assert!(
+            a.advice
+                .contains("only sequential experiments compared fillfactors (9003)"),
+            "{}",
+            a.advice
+        );
+        assert_eq!(a.statement.as_deref(), Some(COMPARE_FILLFACTORS_CALL));
     }
 
     #[test]

@@ -188,15 +188,15 @@ fn experiment_won(purpose: Purpose, experiments: &[Experiment], ctx: &Context) -
         .flat_map(|e| e.cells.iter().map(move |c| (e, c)))
         .filter(|(_, c)| won(c))
         .filter_map(|(e, c)| {
-            let base = e.layouts.first()?.1.get(what).and_then(Value::as_str);
-            let mine = e
-                .layouts
-                .iter()
-                .find(|l| l.0 == c.layout)?
-                .1
-                .get(what)?
-                .as_str()?;
-            (Some(mine) != base).then_some((e, c, mine))
+            let base = &e.layouts.first()?.1;
+            let layout = &e.layouts.iter().find(|l| l.0 == c.layout)?.1;
+            let mine = layout.get(what)?.as_str()?;
+            // a layout that also changed its sessions' settings
+            // (synchronous_commit off...) may have won by them, not by
+            // where it put these relations: no evidence for the placement
+            let same_settings = layout.get("settings") == base.get("settings");
+            (Some(mine) != base.get(what).and_then(Value::as_str) && same_settings)
+                .then_some((e, c, mine))
         })
         .max_by(|a, b| {
             a.1.improvement_pct
@@ -764,6 +764,7 @@ mod tests {
             id: 7,
             name: "ix".into(),
             layouts,
+            sequential: false,
             cells: vec![
                 cell("base", 0.0, false),
                 cell("fast", 20.0, true),
@@ -819,5 +820,17 @@ mod tests {
         let a = advise(Purpose::Indexes, &ByTablespace::new(), &[seq], &ctx());
         assert_ne!(a.target.as_deref(), Some("lab_xfs"));
         assert_ne!(a.target.as_deref(), Some("lab_ram"));
+
+        // a layout that also changed its sessions' settings may have won
+        // by them: its win is no evidence for where it put the indexes
+        let mut confounded = e.clone();
+        confounded.layouts[1].1["settings"] = json!([["synchronous_commit", "off"]]);
+        let a = advise(
+            Purpose::Indexes,
+            &ByTablespace::new(),
+            &[confounded],
+            &ctx(),
+        );
+        assert_ne!(a.target.as_deref(), Some("lab_ram"), "{a:?}");
     }
 }

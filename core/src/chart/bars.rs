@@ -28,13 +28,28 @@ pub struct ExperimentBar {
     /// (NULL for the reference itself, and with one fillfactor)
     pub ff_improvement_pct: Option<f64>,
     pub ff_significant: Option<bool>,
+    /// A sequential experiment's decision for this layout (None for its
+    /// baseline and in a fixed experiment); `sequential` says which it was
+    pub decision: Option<String>,
+    pub sequential: bool,
 }
 
 /// What is written on a bar: the improvement, "n.s." when Welch's test
-/// does not find it significant, "baseline" for the baseline.
+/// does not find it significant, "baseline" for the baseline. In a
+/// sequential experiment its decision says instead ("+1.0 % equivalent",
+/// "+99.4 % undecided"; a difference stands alone, as a significant one
+/// does): the fixed-sample test is not valid after its stop.
 pub fn bar_note(b: &ExperimentBar, is_baseline: bool) -> String {
     if is_baseline {
         return "baseline".into();
+    }
+    if b.sequential {
+        return match (b.improvement_pct, b.decision.as_deref()) {
+            (Some(i), Some("different")) => format!("{i:+.1} %"),
+            (Some(i), Some(d)) => format!("{i:+.1} % {d}"),
+            (Some(i), None) => format!("{i:+.1} %"),
+            (None, _) => String::new(),
+        };
     }
     match (b.improvement_pct, b.significant) {
         (Some(i), Some(false)) => format!("{i:+.1} % n.s."),
@@ -49,7 +64,10 @@ pub fn bar_note(b: &ExperimentBar, is_baseline: bool) -> String {
 pub fn fillfactor_note(b: &ExperimentBar, reference: Option<i32>) -> Option<String> {
     let reference = reference.filter(|r| *r != b.fillfactor)?;
     let i = b.ff_improvement_pct?;
-    let ns = if b.ff_significant == Some(false) {
+    // a sequential experiment's fillfactors are outside its design: no test
+    let ns = if b.sequential {
+        " untested"
+    } else if b.ff_significant == Some(false) {
         " n.s."
     } else {
         ""

@@ -97,6 +97,8 @@ mod tests {
             wal: None,
             ff_improvement_pct: None,
             ff_significant: None,
+            decision: None,
+            sequential: false,
         }
     }
 
@@ -165,6 +167,37 @@ mod tests {
             fillfactor_note(&bars[0], Some(100)),
             None,
             "the reference has no note"
+        );
+    }
+
+    #[test]
+    fn a_sequential_experiments_bars_say_their_decision() {
+        let seq = |layout: &str, i: f64, d: Option<&str>| ExperimentBar {
+            decision: d.map(String::from),
+            sequential: true,
+            // a fixed-sample "significant" that the stop makes invalid
+            ..bar(layout, 4, 1000.0 * (1.0 + i / 100.0), Some(i), Some(true))
+        };
+        let bars = vec![
+            seq("baseline", 0.0, None),
+            seq("fast", 40.0, Some("different")),
+            seq("twin", 1.0, Some("equivalent")),
+            seq("noisy", 99.4, Some("undecided")),
+        ];
+        let t = texts(&experiment("seq", &bars).unwrap());
+        for want in ["+40.0 %", "+1.0 % equivalent", "+99.4 % undecided"] {
+            assert!(t.contains(want), "{want} missing from:\n{t}");
+        }
+        assert!(!t.contains("+40.0 % different"), "{t}");
+        let ff = ExperimentBar {
+            fillfactor: 70,
+            ff_improvement_pct: Some(16.0),
+            ff_significant: Some(true),
+            ..seq("baseline", 0.0, None)
+        };
+        assert_eq!(
+            fillfactor_note(&ff, Some(100)).as_deref(),
+            Some("vs ff 100: +16.0 % untested")
         );
     }
 

@@ -82,27 +82,54 @@ pub fn skip(e: &Experiment, compared: &[Comparison], step: Step) -> bool {
     }
 }
 
+/// Would the job run anything more: a run it has no valid result for,
+/// whose comparison the looks before its repetition leave open? (A
+/// finished sequential experiment that stopped when answered has none:
+/// resuming it would do nothing.)
+pub fn runs_left(e: &Experiment, runs: &Runs) -> bool {
+    e.steps().into_iter().any(|step| {
+        let Step::Run {
+            fillfactor,
+            repetition,
+            layout,
+            clients,
+        } = step
+        else {
+            return false;
+        };
+        let measured = runs
+            .get(&(e.layouts[layout].name.clone(), fillfactor, clients))
+            .is_some_and(|r| r.iter().any(|(rep, _)| *rep == repetition));
+        !measured && !skip(e, &comparisons(e, runs, repetition as u32 - 1), step)
+    })
+}
+
 /// Is every comparison decided (the experiment is answered)?
 pub fn all_decided(compared: &[Comparison]) -> bool {
     !compared.is_empty() && compared.iter().all(|c| c.verdict.decision.decided())
 }
 
 /// The comparisons as storlab.experiments shows them: the open ones
-/// first, then each decided one with its look, e.g. "open: B at 8
-/// clients; decided: C at 8 clients different after repetition 2".
+/// first, then the undecided ones, then each decided one with its look,
+/// e.g. "open: B at 8 clients; decided: C at 8 clients different after
+/// repetition 2".
 pub fn sentence(e: &Experiment, compared: &[Comparison]) -> String {
     let name = |c: &Comparison| {
-        let mut s = format!("{} at {} clients", c.layout, c.clients);
+        let plural = if c.clients == 1 { "" } else { "s" };
+        let mut s = format!("{} at {} client{plural}", c.layout, c.clients);
         if e.fillfactors.len() > 1 {
             s.push_str(&format!(", fillfactor {}", c.fillfactor));
         }
         s
     };
-    let open: Vec<String> = compared
-        .iter()
-        .filter(|c| !c.verdict.decision.decided())
-        .map(name)
-        .collect();
+    let named = |d: Decision| -> Vec<String> {
+        compared
+            .iter()
+            .filter(|c| c.verdict.decision == d)
+            .map(name)
+            .collect()
+    };
+    let (open, undecided) = (named(Decision::Open), named(Decision::Undecided));
     let decided: Vec<String> = compared
         .iter()
         .filter(|c| c.verdict.decision.decided())
@@ -118,6 +145,9 @@ pub fn sentence(e: &Experiment, compared: &[Comparison]) -> String {
     let mut parts = Vec::new();
     if !open.is_empty() {
         parts.push(format!("open: {}", open.join(", ")));
+    }
+    if !undecided.is_empty() {
+        parts.push(format!("undecided: {}", undecided.join(", ")));
     }
     if !decided.is_empty() {
         parts.push(format!("decided: {}", decided.join(", ")));
@@ -248,6 +278,27 @@ mod tests {
     }
 
     #[test]
+    fn runs_are_left_only_where_a_comparison_is_open() {
+        let e = experiment(&["A", "B"], vec![8]);
+        // decided after 2: nothing left, though 2 of 4 repetitions ran
+        let decided = runs(&[("A", 8, &[1000.0, 1001.0]), ("B", 8, &[500.0, 501.0])]);
+        assert!(!runs_left(&e, &decided));
+        // open after 2 (a cancelled experiment): repetitions 3 and 4 left
+        let open = runs(&[("A", 8, &[1000.0, 1100.0]), ("B", 8, &[1050.0, 990.0])]);
+        assert!(runs_left(&e, &open));
+        // a run of repetition 1 missing (invalid): it is measured again
+        let mut hole = decided.clone();
+        hole.get_mut(&("B".to_string(), 100, 8)).unwrap().remove(0);
+        assert!(runs_left(&e, &hole));
+        // undecided at the maximum: nothing left
+        let all = runs(&[
+            ("A", 8, &[1000.0, 1100.0, 950.0, 1050.0]),
+            ("B", 8, &[1020.0, 900.0, 1110.0, 990.0]),
+        ]);
+        assert!(!runs_left(&e, &all));
+    }
+
+    #[test]
     fn a_fixed_experiment_has_no_comparisons_and_skips_nothing() {
         let mut e = experiment(&["A", "B"], vec![8]);
         e.stop = None;
@@ -277,6 +328,7 @@ mod tests {
         assert_eq!(comparisons(&e, &r, 3)[0].verdict.decision, Decision::Open);
         let c = comparisons(&e, &r, 4);
         assert_eq!(c[0].verdict.decision, Decision::Undecided);
+        assert_eq!(sentence(&e, &c), "undecided: B at 8 clients");
         assert_eq!(c[0].verdict.look, Some(4));
         assert_eq!(decision_of(&c, "B", 100, 8), Some(c[0].verdict));
         assert_eq!(decision_of(&c, "A", 100, 8), None);

@@ -70,7 +70,9 @@ pub struct RunOptions {
     pub checkpoint_before: Option<bool>,
 }
 
-const OPTION_KEYS: [&str; 6] = [
+/// The run options an `options` jsonb may hold (bench_start's, and every
+/// run of an experiment).
+pub const OPTION_KEYS: [&str; 6] = [
     "protocol",
     "rate",
     "progress_interval",

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bench::{BenchRun, RunOptions};
+use super::bench::{BenchRun, RunOptions, OPTION_KEYS as RUN_OPTION_KEYS};
 use crate::error::{invalid, Result};
 use crate::sequential::{
     Design, DEFAULT_EQUIVALENCE_PCT, DEFAULT_MAX_REPETITIONS, DEFAULT_MIN_REPETITIONS,
@@ -159,9 +159,17 @@ impl Experiment {
         })?;
         let mut run_options = serde_json::Map::new();
         for (k, v) in options {
-            if !EXPERIMENT_OPTIONS.contains(&k.as_str()) {
-                run_options.insert(k.clone(), v.clone());
+            if EXPERIMENT_OPTIONS.contains(&k.as_str()) {
+                continue;
             }
+            if !RUN_OPTION_KEYS.contains(&k.as_str()) {
+                return Err(invalid(format!(
+                    "unknown option \"{k}\"; allowed: {}, and the run options {}",
+                    EXPERIMENT_OPTIONS.join(", "),
+                    RUN_OPTION_KEYS.join(", ")
+                )));
+            }
+            run_options.insert(k.clone(), v.clone());
         }
         let run = RunOptions::from_json(&serde_json::Value::Object(run_options))?;
         let order = match options.get("order") {
@@ -227,11 +235,16 @@ impl Experiment {
             )));
         }
         // a sequential design's maximum is the experiment's repetitions
+        // (the argument is still checked: a 0 there is a mistake either way)
         let repetitions = stop.map_or(a.repetitions, |d| d.max_repetitions as i32);
-        if !(1..=100).contains(&repetitions) {
+        if !(1..=100).contains(&a.repetitions) || !(1..=100).contains(&repetitions) {
             return Err(invalid(format!(
                 "repetitions must be between 1 and 100, not {}",
-                repetitions
+                if (1..=100).contains(&a.repetitions) {
+                    repetitions
+                } else {
+                    a.repetitions
+                }
             )));
         }
         if a.scale < 1 {
@@ -815,6 +828,22 @@ mod tests {
         );
         let one = json!({"a": {}});
         assert!(refused(json!({"stop": "sequential"}), &one).contains("at least two layouts"));
+        // a misspelt option names every option there is
+        let m = refused(json!({"stop": "sequential", "equivalence": 5}), &l);
+        assert!(
+            m.contains("unknown option \"equivalence\"")
+                && m.contains("equivalence_pct")
+                && m.contains("protocol"),
+            "{m}"
+        );
+        // the repetitions argument is checked even where max_repetitions replaces it
+        let seq = json!({"stop": "sequential"});
+        let mut a = args(&l, &seq);
+        a.repetitions = 0;
+        assert!(Experiment::new(a)
+            .unwrap_err()
+            .message
+            .contains("repetitions must be between 1 and 100, not 0"));
         // a fixed experiment of one layout is still fine
         assert!(Experiment::new(args(&one, &json!({}))).is_ok());
     }
