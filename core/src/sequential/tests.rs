@@ -3,7 +3,7 @@
 //! run; `cargo test -p storlab-core sequential -- --nocapture` prints them).
 
 use super::*;
-use crate::stats::{welch, Sides};
+use crate::stats::{difference, welch, Sides};
 
 fn design(min: i64, max: i64, e: f64) -> Design {
     Design::new(min, max, e).unwrap()
@@ -102,7 +102,7 @@ fn a_single_look_at_the_whole_alpha_is_welchs_test() {
     for (a, b) in cases {
         let la: Vec<f64> = a.iter().map(|x: &f64| x.ln()).collect();
         let lb: Vec<f64> = b.iter().map(|x: &f64| x.ln()).collect();
-        let w = welch(&lb, &la).unwrap();
+        let p = welch(&lb, &la).unwrap().p(Sides::Two);
         let rep = |xs: [f64; 3]| {
             xs.iter()
                 .enumerate()
@@ -112,8 +112,8 @@ fn a_single_look_at_the_whole_alpha_is_welchs_test() {
         let v = verdict(&d, 1, &rep(a), &rep(b), 3);
         assert_eq!(
             v.decision == Decision::Different,
-            w.significant(ALPHA, Sides::Two),
-            "{a:?} {b:?}"
+            p < ALPHA,
+            "{a:?} {b:?} p {p}"
         );
     }
 }
@@ -396,6 +396,34 @@ fn peeking_at_every_repetition_without_the_design_inflates_false_positives() {
         pct(naive, n)
     );
     assert!(naive as f64 / n as f64 > 2.0 * ALPHA);
+}
+
+#[test]
+fn unequal_noise_keeps_the_rate_with_welch_not_with_the_pooled_t() {
+    // one layout four times as noisy as the other (3 % against 12 %: a
+    // cell after a move against one after its own run, as bench/sequential
+    // saw). Welch's degrees of freedom keep the level; the pooled t's
+    // (n_a + n_b − 2) would not, at the same looks and levels
+    let d = design(2, 10, 5.0);
+    let mut sim = Sim::new(31);
+    let (mut wrong, mut pooled_wrong) = (0, 0);
+    for _ in 0..EXPERIMENTS {
+        let base = sim.runs(1.0, Noise::Normal(0.03), 10);
+        let other = sim.runs(1.0, Noise::Normal(0.12), 10);
+        wrong += (verdict(&d, 1, &base, &other, 10).decision == Decision::Different) as usize;
+        let pooled = (2..=10).any(|n| {
+            let p = crate::stats::pooled_difference(&up_to(&other, n), &up_to(&base, n)).unwrap();
+            judge(&d, &p, d.look_alpha(n, 1)) == Decision::Different
+        });
+        pooled_wrong += pooled as usize;
+    }
+    println!(
+        "A/A, noise sd 3 % against 12 %: wrong \"different\" {} (with the pooled t instead: {})",
+        pct(wrong, EXPERIMENTS),
+        pct(pooled_wrong, EXPERIMENTS)
+    );
+    assert!(wrong as f64 / EXPERIMENTS as f64 <= ALPHA);
+    assert!(pooled_wrong as f64 / EXPERIMENTS as f64 > ALPHA);
 }
 
 #[test]
