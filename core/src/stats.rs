@@ -176,26 +176,6 @@ pub fn difference(a: &[f64], b: &[f64]) -> Option<Difference> {
     })
 }
 
-/// [`Difference`] of a's mean over b's with the pooled variance of Student's
-/// two-sample t: the same standard error as Welch's when the sides have as
-/// many runs, and n_a + n_b − 2 degrees of freedom; None below two runs a
-/// side. What the group-sequential t-tests of Jennison & Turnbull use.
-pub fn pooled_difference(a: &[f64], b: &[f64]) -> Option<Difference> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    let (mean_a, ss_a) = mean_and_ss(a);
-    let (mean_b, ss_b) = mean_and_ss(b);
-    let df = na + nb - 2.0;
-    let s2 = (ss_a + ss_b) / df;
-    Some(Difference {
-        diff: mean_a - mean_b,
-        se: (s2 * (1.0 / na + 1.0 / nb)).sqrt(),
-        df,
-    })
-}
-
 /// Welch's t-test of a against b, two-sided, with the Welch–Satterthwaite
 /// degrees of freedom. None when either side has fewer than two runs (no
 /// variance to estimate).

@@ -234,19 +234,16 @@ impl Experiment {
                 "fillfactor must be between 10 and 100, not {ff}"
             )));
         }
-        // a sequential design's maximum is the experiment's repetitions
-        // (the argument is still checked: a 0 there is a mistake either way)
-        let repetitions = stop.map_or(a.repetitions, |d| d.max_repetitions as i32);
-        if !(1..=100).contains(&a.repetitions) || !(1..=100).contains(&repetitions) {
+        // checked also where a sequential design's maximum replaces it (a
+        // 0 there is a mistake either way); that maximum is within 1..=100
+        // already (Design::new)
+        if a.repetitions < 1 || a.repetitions > 100 {
             return Err(invalid(format!(
                 "repetitions must be between 1 and 100, not {}",
-                if (1..=100).contains(&a.repetitions) {
-                    repetitions
-                } else {
-                    a.repetitions
-                }
+                a.repetitions
             )));
         }
+        let repetitions = stop.map_or(a.repetitions, |d| d.max_repetitions as i32);
         if a.scale < 1 {
             return Err(invalid(format!(
                 "scale must be at least 1, not {}",
