@@ -97,26 +97,32 @@ pub fn start(mut e: Experiment) -> i64 {
 /// others (and stops again if pg_wal has not moved). Returns its id.
 pub fn resume(experiment_id: i64) -> i64 {
     let done_may_go_on = as_owner(|| {
-        Spi::get_one_with_args::<bool>(
-            "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1 AND wal_needed IS NOT NULL)
+        let (waits_for_wal, fewer_runs, sequential) = Spi::get_three_with_args::<bool, bool, bool>(
+            "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1 AND wal_needed IS NOT NULL),
                  -- fewer cells with a valid measured run than the experiment has
                  -- (a run marked invalid, since a finished job measured every cell)
-                 OR (SELECT pg_catalog.count(DISTINCT (b.fillfactor, b.repetition, b.experiment_layout, b.clients))
+                 (SELECT pg_catalog.count(DISTINCT (b.fillfactor, b.repetition, b.experiment_layout, b.clients))
                        FROM storlab.bench_runs b
                       WHERE b.experiment_id = $1 AND NOT b.warmup AND b.invalid IS NULL AND b.tps IS NOT NULL)
                     < (SELECT pg_catalog.jsonb_array_length(j.args->'layouts') * pg_catalog.jsonb_array_length(j.args->'clients')
                               * pg_catalog.jsonb_array_length(j.args->'fillfactors') * (j.args->>'repetitions')::int
-                         FROM storlab.job_records j WHERE j.id = $1)",
+                         FROM storlab.job_records j WHERE j.id = $1),
+                 (SELECT j.args ? 'stop' FROM storlab.job_records j WHERE j.id = $1)",
             &[experiment_id.into()],
-        )
+        )?;
+        // a sequential experiment has fewer runs than its maximum once
+        // answered: it may go on only where its job would run something (a
+        // comparison still open, or a run that was invalid)
+        let more = if sequential == Some(true) {
+            let e = report::experiment_of(experiment_id);
+            sequential::runs_left(&e, &report::sequential_runs(experiment_id))
+        } else {
+            fewer_runs == Some(true)
+        };
+        Ok(waits_for_wal == Some(true) || more)
     })
     .map_err(spi("reading the experiment"))
-    .or_raise()
-    .unwrap_or(false);
-    // a sequential experiment has fewer runs than its maximum once
-    // answered: it may go on only where a comparison is still open (or a
-    // run was invalid, or it waits for pg_wal), else resuming does nothing
-    let done_may_go_on = done_may_go_on && sequential_runs_left(experiment_id);
+    .or_raise();
     jobs::restart(experiment_id, "experiment", done_may_go_on);
     as_owner(|| {
         Spi::run_with_args(
@@ -127,30 +133,6 @@ pub fn resume(experiment_id: i64) -> i64 {
     .map_err(spi("recording the resume"))
     .or_raise();
     experiment_id
-}
-
-/// For a sequential experiment: whether its job would run anything more
-/// (storlab_core::report::sequential::runs_left), or wait for pg_wal; true
-/// for a fixed one (the count of its runs decides) and for an id that is
-/// no experiment (jobs::restart says so).
-fn sequential_runs_left(id: i64) -> bool {
-    as_owner(|| {
-        let exists = Spi::get_one_with_args::<bool>(
-            "SELECT EXISTS (SELECT FROM storlab.experiments WHERE id = $1 AND args ? 'stop')",
-            &[id.into()],
-        )?;
-        if exists != Some(true) {
-            return Ok(true);
-        }
-        let waits_for_wal = Spi::get_one_with_args::<bool>(
-            "SELECT wal_needed IS NOT NULL FROM storlab.experiment_records WHERE id = $1",
-            &[id.into()],
-        )?;
-        let e = report::experiment_of(id);
-        Ok(waits_for_wal == Some(true) || sequential::runs_left(&e, &report::sequential_runs(id)))
-    })
-    .map_err(spi("reading the experiment"))
-    .or_raise()
 }
 
 fn check_placement(layout: &str, p: &Placement) {

@@ -81,10 +81,23 @@ pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
         }
     }
     let stats = compare(&cells, &e.layouts[0].name);
-    // a sequential experiment's looks, up to the last repetition with a run
+    // a sequential experiment's looks, up to the last repetition with a
+    // run, made of the runs just read
     let compared = match e.stop {
         Some(_) => {
-            let r = sequential_runs(id);
+            let r: sequential::Runs = runs
+                .iter()
+                .map(|(cell, r)| {
+                    (
+                        cell.clone(),
+                        r.repetitions
+                            .iter()
+                            .copied()
+                            .zip(r.tps.iter().copied())
+                            .collect(),
+                    )
+                })
+                .collect();
             sequential::comparisons(&e, &r, sequential::reached(&r))
         }
         None => Vec::new(),
@@ -153,6 +166,8 @@ pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
 #[derive(Default)]
 struct Runs {
     tps: Vec<f64>,
+    /// the repetition of each, in the same order
+    repetitions: Vec<i32>,
     histograms: Vec<Vec<u8>>,
     wal_bytes: f64,
     transactions: i64,
@@ -217,7 +232,8 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
             &format!(
                 "SELECT experiment_layout, fillfactor, clients, tps, histogram,
                         coalesce(server_wal_bytes, 0)::float8, coalesce(transactions, 0),
-                        coalesce(observed->'start'->'wal'->>'tablespace', observed->'start'->'wal'->>'mount_point')
+                        coalesce(observed->'start'->'wal'->>'tablespace', observed->'start'->'wal'->>'mount_point'),
+                        repetition
                    {POOLED_RUNS} ORDER BY id"
             ),
             None,
@@ -231,6 +247,7 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
                 r.get::<f64>(6)?.unwrap_or(0.0),
                 r.get::<i64>(7)?.unwrap_or(0),
                 r.get::<String>(8)?,
+                r.get::<i32>(9)?.unwrap_or(0),
             ))
         })
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
@@ -238,7 +255,7 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
     .map_err(spi("reading the experiment's runs"))
     .or_raise();
     let mut out: HashMap<_, Runs> = HashMap::new();
-    for (key, tps, histogram, wal, transactions, wal_place) in rows {
+    for (key, tps, histogram, wal, transactions, wal_place, repetition) in rows {
         let r = out.entry(key).or_default();
         if let Some(place) = wal_place {
             if !r.wal_places.contains(&place) {
@@ -246,6 +263,7 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
             }
         }
         r.tps.push(tps);
+        r.repetitions.push(repetition);
         r.histograms.extend(histogram);
         r.wal_bytes += wal;
         r.transactions += transactions;
@@ -254,8 +272,9 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
 }
 
 /// The runs a report pools as (repetition, TPS) per (layout, fillfactor,
-/// clients): what a sequential experiment's looks are made of, for its
-/// report and for its job deciding which runs are still needed.
+/// clients): what a sequential experiment's looks are made of, for its job
+/// deciding which runs are still needed and for experiment_resume (the
+/// report takes them from the runs it reads anyway).
 pub fn sequential_runs(id: i64) -> sequential::Runs {
     let rows = Spi::connect(|c| {
         c.select(
