@@ -141,7 +141,7 @@ fn experiment_report(
             r.allocated_bytes,
             r.stored_bytes,
             r.bar,
-            r.decision,
+            r.decision.map(|d| d.as_str()),
             r.decided_after,
             r.seq_ci_low_pct,
             r.seq_ci_high_pct,

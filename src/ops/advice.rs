@@ -261,7 +261,7 @@ fn done_experiments() -> Vec<Experiment> {
                     improvement_pct: r.improvement_pct,
                     p_value: r.p_value,
                     significant: r.significant,
-                    decision: r.decision.map(String::from),
+                    decision: r.decision,
                     decided_after: r.decided_after,
                     seq_ci_low_pct: r.seq_ci_low_pct,
                     seq_ci_high_pct: r.seq_ci_high_pct,

@@ -45,7 +45,7 @@ pub fn experiment(id: i64) -> (String, Vec<ExperimentBar>) {
             wal: r.wal,
             ff_improvement_pct: r.ff_improvement_pct,
             ff_significant: r.ff_significant,
-            decision: r.decision.map(String::from),
+            decision: r.decision,
             sequential: e.stop.is_some(),
         })
         .collect();

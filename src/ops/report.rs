@@ -17,6 +17,7 @@ use storlab_core::report::latency::run_percentiles;
 use storlab_core::report::sequential::{self, Comparison};
 use storlab_core::request::experiment::Experiment;
 use storlab_core::request::job::{JobArgs, JobSpec};
+use storlab_core::sequential::Decision;
 
 /// One row of an experiment's report: one (layout, fillfactor, clients) cell.
 #[derive(Debug, Clone)]
@@ -47,7 +48,7 @@ pub struct ReportRow {
     pub bar: String,
     /// A sequential experiment's layouts against the baseline: different,
     /// equivalent, open or undecided (None: the baseline, a fixed experiment)
-    pub decision: Option<&'static str>,
+    pub decision: Option<Decision>,
     /// The repetitions at the look that decided it
     pub decided_after: Option<i32>,
     /// That look's repeated confidence interval of the improvement, in %
@@ -126,7 +127,7 @@ pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
             let ff = ff.unwrap_or_default();
             let v = sequential::decision_of(&compared, &cell.layout, cell.fillfactor, cell.clients);
             ReportRow {
-                decision: v.map(|v| v.decision.as_str()),
+                decision: v.map(|v| v.decision),
                 decided_after: v
                     .filter(|v| v.decision.decided())
                     .and_then(|v| v.look)

@@ -74,7 +74,7 @@ pub struct Cell {
     /// equivalent, open, undecided), the repetitions of its look and that
     /// look's repeated confidence interval of the improvement (%); None
     /// in a fixed experiment, whose Welch test decides.
-    pub decision: Option<String>,
+    pub decision: Option<crate::sequential::Decision>,
     pub decided_after: Option<i32>,
     pub seq_ci_low_pct: Option<f64>,
     pub seq_ci_high_pct: Option<f64>,

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use super::figures::{ByTablespace, Context, Experiment, Figures};
 use super::{Advice, COMPARE_CALL};
+use crate::sequential::Decision;
 use crate::sql_text::literal;
 use crate::stats::{self, Sides, ALPHA};
 
@@ -159,16 +160,16 @@ pub fn statement(purpose: Purpose, ts: &str, ctx: &Context) -> String {
 /// decision says (different, with the whole repeated confidence interval
 /// above 0): the fixed-sample p of a run that stopped early is not valid.
 /// In a fixed experiment, Welch's test at the report's level.
-pub fn won(c: &super::Cell) -> bool {
-    match c.decision.as_deref() {
-        Some(d) => d == "different" && c.seq_ci_low_pct.is_some_and(|lo| lo > 0.0),
+fn won(c: &super::Cell) -> bool {
+    match c.decision {
+        Some(d) => d == Decision::Different && c.seq_ci_low_pct.is_some_and(|lo| lo > 0.0),
         None => c.significant == Some(true) && c.improvement_pct.is_some_and(|i| i > 0.0),
     }
 }
 
 /// The evidence of a win, as the advice states it.
 fn evidence(c: &super::Cell) -> String {
-    match c.decision.as_deref() {
+    match c.decision {
         Some(_) => format!(
             "sequential: different after {} repetitions, repeated 95 % CI {:+.1} to {:+.1} %",
             c.decided_after.unwrap_or(0),
@@ -221,8 +222,8 @@ fn experiment_won(purpose: Purpose, experiments: &[Experiment], ctx: &Context) -
         {
             let mut j = json!({"experiment": e.id, "layout": c.layout, "clients": c.clients, "fillfactor": c.fillfactor,
                                "improvement_pct": c.improvement_pct, "p_value": c.p_value});
-            if let Some(d) = &c.decision {
-                j["decision"] = json!(d);
+            if let Some(d) = c.decision {
+                j["decision"] = json!(d.as_str());
                 j["decided_after"] = json!(c.decided_after);
                 j["seq_ci_pct"] = json!([c.seq_ci_low_pct, c.seq_ci_high_pct]);
             }
@@ -797,14 +798,14 @@ mod tests {
         // runs that stopped early. "fast" is only open (p 0.001 after
         // optional stopping proves nothing); "slow" was decided different
         let mut seq = e.clone();
-        let decided = |c: &mut Cell, d: &str, lo: f64, hi: f64| {
-            c.decision = Some(d.into());
+        let decided = |c: &mut Cell, d: Decision, lo: f64, hi: f64| {
+            c.decision = Some(d);
             c.decided_after = Some(3);
             c.seq_ci_low_pct = Some(lo);
             c.seq_ci_high_pct = Some(hi);
         };
-        decided(&mut seq.cells[1], "open", -2.0, 45.0);
-        decided(&mut seq.cells[2], "different", 12.0, 70.0);
+        decided(&mut seq.cells[1], Decision::Open, -2.0, 45.0);
+        decided(&mut seq.cells[2], Decision::Different, 12.0, 70.0);
         let a = advise(
             Purpose::Indexes,
             &ByTablespace::new(),
@@ -815,8 +816,8 @@ mod tests {
         assert_eq!(a.expected_gain.as_deref(), Some("TPS +40.0 % (sequential: different after 3 repetitions, repeated 95 % CI +12.0 to +70.0 %) at 8 clients, fillfactor 100, in experiment 7 \"ix\""));
         assert_eq!(a.evidence["decision"], "different");
         // different, but slower: no win; equivalent: no win
-        decided(&mut seq.cells[2], "different", -70.0, -12.0);
-        decided(&mut seq.cells[1], "equivalent", -2.0, 2.0);
+        decided(&mut seq.cells[2], Decision::Different, -70.0, -12.0);
+        decided(&mut seq.cells[1], Decision::Equivalent, -2.0, 2.0);
         let a = advise(Purpose::Indexes, &ByTablespace::new(), &[seq], &ctx());
         assert_ne!(a.target.as_deref(), Some("lab_xfs"));
         assert_ne!(a.target.as_deref(), Some("lab_ram"));

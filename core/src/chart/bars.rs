@@ -8,6 +8,7 @@ use super::style::{
     above, caption_font, colour, frame, headroom, label_font, legend, small_font, svg,
 };
 use super::{ChartError, Result};
+use crate::sequential::Decision;
 
 /// One cell of an experiment's report.
 #[derive(Debug, Clone)]
@@ -30,7 +31,7 @@ pub struct ExperimentBar {
     pub ff_significant: Option<bool>,
     /// A sequential experiment's decision for this layout (None for its
     /// baseline and in a fixed experiment); `sequential` says which it was
-    pub decision: Option<String>,
+    pub decision: Option<Decision>,
     pub sequential: bool,
 }
 
@@ -44,9 +45,9 @@ pub fn bar_note(b: &ExperimentBar, is_baseline: bool) -> String {
         return "baseline".into();
     }
     if b.sequential {
-        return match (b.improvement_pct, b.decision.as_deref()) {
-            (Some(i), Some("different")) => format!("{i:+.1} %"),
-            (Some(i), Some(d)) => format!("{i:+.1} % {d}"),
+        return match (b.improvement_pct, b.decision) {
+            (Some(i), Some(Decision::Different)) => format!("{i:+.1} %"),
+            (Some(i), Some(d)) => format!("{i:+.1} % {}", d.as_str()),
             (Some(i), None) => format!("{i:+.1} %"),
             (None, _) => String::new(),
         };

@@ -172,17 +172,18 @@ mod tests {
 
     #[test]
     fn a_sequential_experiments_bars_say_their_decision() {
-        let seq = |layout: &str, i: f64, d: Option<&str>| ExperimentBar {
-            decision: d.map(String::from),
+        use crate::sequential::Decision;
+        let seq = |layout: &str, i: f64, d: Option<Decision>| ExperimentBar {
+            decision: d,
             sequential: true,
             // a fixed-sample "significant" that the stop makes invalid
             ..bar(layout, 4, 1000.0 * (1.0 + i / 100.0), Some(i), Some(true))
         };
         let bars = vec![
             seq("baseline", 0.0, None),
-            seq("fast", 40.0, Some("different")),
-            seq("twin", 1.0, Some("equivalent")),
-            seq("noisy", 99.4, Some("undecided")),
+            seq("fast", 40.0, Some(Decision::Different)),
+            seq("twin", 1.0, Some(Decision::Equivalent)),
+            seq("noisy", 99.4, Some(Decision::Undecided)),
         ];
         let t = texts(&experiment("seq", &bars).unwrap());
         for want in ["+40.0 %", "+1.0 % equivalent", "+99.4 % undecided"] {
