@@ -16,7 +16,10 @@
 #      older transaction: cancelled within seconds, nothing left behind;
 #   3. a holder that outlasts lock_timeout: pg_repack's objects are named,
 #      with the statement that removes them, and the next online move of
-#      the table removes them first.
+#      the table removes them first;
+#   4. short transactions one after another in the way of each attempt
+#      (a busy, slow machine): pg_repack's attempts are queued for more
+#      than 1 s in all, yet each transaction lets go, so the move is done.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -59,7 +62,7 @@ if [[ ! -x $PG_BIN/pg_repack ]]; then
   echo "Bail out! no pg_repack in $PG_BIN: make deps PG=$PG installs it"
   exit 1
 fi
-echo "1..28"
+echo "1..31"
 work=$(mktemp -d /tmp/storlab-online-move.XXXXXX)
 chmod 755 "$work"
 cleanup() {
@@ -81,7 +84,7 @@ sleep 2
 job=$(sql -c "SELECT relation_name FROM storlab.move('pgbench_accounts', '$TARGET', lock_timeout => '2s', online => true)" \
       -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
 sql -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
-is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job")" done "an online move of pgbench_accounts while pgbench writes: done $(cat "$work/wait.err")"
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job")" done "an online move of pgbench_accounts while pgbench writes: done $(tr '\n' ' ' <"$work/wait.err")"
 is "$(where pgbench_accounts) $(where pgbench_accounts_pkey)" "$TARGET $TARGET" "the table and its index are in $TARGET"
 is "$(sql -c "SELECT string_agg(kind || ':' || online || ':' || (writers_blocked_s IS NOT NULL), ' ' ORDER BY id)
                FROM storlab.relocations WHERE batch_id = (SELECT (args->>'batch')::bigint FROM storlab.jobs WHERE id = $job)")" \
@@ -89,7 +92,7 @@ is "$(sql -c "SELECT string_agg(kind || ':' || online || ':' || (writers_blocked
 back=$(sql -c "SELECT count(*) FROM storlab.restore_layout('$before', lock_timeout => '2s', online => true)" \
        -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
 sql -c "CALL storlab.wait($back)" >/dev/null 2>"$work/wait.err"
-is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $back")" done "restore_layout(online => true) moves them back while pgbench writes $(cat "$work/wait.err")"
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $back")" done "restore_layout(online => true) moves them back while pgbench writes $(tr '\n' ' ' <"$work/wait.err")"
 is "$(where pgbench_accounts) $(where pgbench_accounts_pkey)" "pg_default pg_default" "the table and its index are in pg_default again"
 is "$(sql -c "SELECT bool_and(online) AND count(*) = 2 FROM storlab.relocations WHERE label LIKE 'restore_layout since %'")" t \
   "and the way back is recorded, online"
@@ -119,7 +122,7 @@ is "$(debris pgbench_accounts)" "0 0 0" "no trigger, log table, copy or type of 
 
 # ---- 2. a transaction in the way, cancel ---------------------------------
 sql -c "CREATE TABLE c (id int PRIMARY KEY, v text)" -c "INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 20000) g" >/dev/null
-start_move() { sql -c "SELECT count(*) FROM storlab.move('c', '$TARGET', lock_timeout => '${1:-30s}', online => true)" \
+start_move() { sql -c "SELECT count(*) FROM storlab.move('c', '${2:-$TARGET}', lock_timeout => '${1:-30s}', online => true)" \
                    -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1; }
 like() { if [[ $1 == *"$2"* ]]; then tap ok "$3"; else tap fail "$3"; printf '#   have: %s\n#   want: *%s*\n' "$1" "$2"; fi; }
 # the job's end, how long after $2 (ms) it came, and its error
@@ -128,8 +131,8 @@ ended() { until_true "SELECT status IN ('done', 'failed', 'cancelled') FROM stor
 # A session holds ACCESS SHARE (a long report): pg_repack's first exclusive
 # lock queues behind it, and every writer arriving meanwhile would queue
 # behind pg_repack's retries for the whole lock_timeout (30 s here). The job
-# stops pg_repack once its attempts were queued for 1 s: 55P03, the table
-# where it was, the report not cancelled.
+# stops pg_repack once that one transaction kept its attempts queued for
+# 1 s: 55P03, the table where it was, the report not cancelled.
 hold holder -c "BEGIN" -c "LOCK TABLE c IN ACCESS SHARE MODE"
 until_true "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'c'::regclass AND mode = 'AccessShareLock' AND granted)"
 t0=$(ms)
@@ -197,3 +200,26 @@ job=$(start_move 5s)
 sql -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
 is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job") $(where c) $(debris c)" "done $TARGET 0 0 0" \
   "once the holder let go, the next online move removes what the first left and moves the table $(cat "$work/wait.err")"
+
+# ---- 4. short transactions, one after another, in the way ----------------
+# Three sessions each hold ACCESS SHARE on c for 0.7 s at a time, one
+# transaction after another, started apart: each of pg_repack's attempts at
+# its exclusive locks finds some of them in the way, so its first attempts
+# (100 ms, 200 ms, ...) time out, over a second in all, behind transactions
+# that each let go within 0.7 s. That is no transaction "that does not let
+# go": the job lets pg_repack retry, and the move is done.
+churn() {
+  PGAPPNAME=churn "$PG_BIN/psql" -X -q -d "$DB" \
+    -c "DO \$\$ BEGIN LOOP LOCK TABLE c IN ACCESS SHARE MODE; PERFORM pg_sleep(0.7); COMMIT; END LOOP; END \$\$" >/dev/null 2>&1 &
+}
+churn; sleep 0.25; churn; sleep 0.25; churn
+until_true "SELECT count(*) = 3 FROM pg_locks WHERE relation = 'c'::regclass AND mode = 'AccessShareLock' AND granted"
+job=$(start_move 5s pg_default)
+sql -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job") $(where c) $(holding churn)" "done pg_default t" \
+  "short transactions in the way of every attempt: the move is done, no session cancelled $(tr '\n' ' ' <"$work/wait.err")"
+queued=$(sql -c "SELECT lock_wait_s FROM storlab.relocations WHERE relation = 'c'::regclass AND kind = 'table' ORDER BY id DESC LIMIT 1")
+is "$(awk -v q="$queued" 'BEGIN { print (q + 0 > 1) ? "t" : "f" }')" t \
+  "pg_repack's attempts were queued ${queued:-no} s in all, more than the 1 s one transaction may keep them queued"
+release churn
+is "$(debris c)" "0 0 0" "and nothing of pg_repack's is left"

@@ -25,12 +25,14 @@ use crate::pgbench::{conninfo, Connection};
 /// queues behind one of its requests.
 pub const LONGEST_ATTEMPT_MS: u64 = 1000;
 
-/// How long pg_repack's attempts at one exclusive lock may be queued in all
-/// before storlab stops it: the call's lock_timeout, at most one longest
-/// attempt (1 s). pg_repack retries its attempts back to back, and every
-/// writer that arrives during an attempt queues behind it: behind a long
-/// transaction, retries until `--wait-timeout` would leave the writers
-/// almost stopped for that long. Each writer then waits at most this long.
+/// How long one transaction may keep pg_repack's attempts at one exclusive
+/// lock queued before storlab stops it: the call's lock_timeout, at most
+/// one longest attempt (1 s). pg_repack retries its attempts back to back,
+/// and every writer that arrives during an attempt queues behind it:
+/// behind a long transaction, retries until `--wait-timeout` would leave
+/// the writers almost stopped for that long. Short transactions that each
+/// outlast an attempt (a busy, slow machine) let go, and pg_repack gets
+/// its lock within `--wait-timeout` or gives up by itself.
 pub fn queued_budget_ms(lock_timeout_ms: u64) -> u64 {
     lock_timeout_ms.min(LONGEST_ATTEMPT_MS)
 }

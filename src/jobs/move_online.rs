@@ -47,7 +47,7 @@ use storlab_core::sql_text::ident;
 const GAVE_UP: &str = "pg_repack gave up on its lock and was still removing its objects";
 
 /// The stop reason of a pg_repack run whose attempts at an exclusive lock
-/// were queued longer than `repack::QUEUED_BUDGET_MS`.
+/// one transaction kept queued longer than `repack::queued_budget_ms`.
 const QUEUED_TOO_LONG: &str = "pg_repack's exclusive lock was queued too long";
 
 /// How often pg_locks is sampled while pg_repack takes or holds its
@@ -118,6 +118,13 @@ struct Waits {
     /// longest it was seen to last, and which of its exclusive locks it
     /// was after (`Phase::exclusive_lock`, 0 for another)
     own: HashMap<(i32, String), (f64, u8)>,
+    /// The transactions that kept pg_repack's requests queued: each
+    /// (exclusive lock, blocker's pid and virtual transaction id) with when
+    /// the sampling first and last saw it in the way. A transaction is
+    /// known by its virtual transaction id, which every role may read in
+    /// pg_locks (xact_start is hidden from a role without
+    /// pg_read_all_stats): a writer's next transaction is another one.
+    in_way: HashMap<(u8, String), (Instant, Instant)>,
 }
 
 impl Waits {
@@ -125,13 +132,21 @@ impl Waits {
         self.own.values().fold(0.0, |a, b| a + b.0)
     }
 
-    /// How long pg_repack's attempts at one exclusive lock have been
-    /// queued so far.
-    fn own_queued(&self, lock: u8) -> f64 {
-        self.own
-            .values()
-            .filter(|w| w.1 == lock)
-            .fold(0.0, |a, b| a + b.0)
+    /// The longest one transaction has kept pg_repack's attempts at its
+    /// exclusive lock `lock` queued so far. Not the attempts' queued time
+    /// in all: under a busy write load each attempt waits for the
+    /// transactions in flight when it was made, and on a slow machine
+    /// several of its first, short attempts (100 ms, 200 ms, ...) can
+    /// time out one after the other behind different, short transactions
+    /// that all let go; pg_repack then gets its lock. Only a transaction
+    /// that stays in the way is a reason to stop it.
+    fn longest_in_way(&self, lock: u8) -> Duration {
+        self.in_way
+            .iter()
+            .filter(|(k, _)| k.0 == lock)
+            .map(|(_, (first, last))| last.duration_since(*first))
+            .max()
+            .unwrap_or_default()
     }
 }
 
@@ -192,35 +207,58 @@ fn terminate(pids: &[i32]) {
 
 /// One look at pg_locks: each lock request on `relations` not granted yet,
 /// by pid, how long it has waited; pg_repack's own (`own`, after its
-/// exclusive lock `lock`) apart. `since` is the time since the last look.
+/// exclusive lock `lock`) apart, with the transactions in their way (by
+/// pg_blocking_pids, asked only while pg_repack waits: it takes the lock
+/// manager's partition locks exclusively). `since` is the time since the
+/// last look.
 fn sample(relations: &[pg_sys::Oid], own: &[i32], lock: u8, since: f64, waits: &mut Waits) {
     let rows = as_caller(|| {
         Spi::connect(|c| {
             c.select(
-                "SELECT l.pid, l.waitstart::text,
-                        pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - l.waitstart)::float8
-                   FROM pg_catalog.pg_locks l
-                  WHERE l.locktype = 'relation' AND NOT l.granted AND l.waitstart IS NOT NULL
-                    AND l.relation = ANY ($1)
-                    AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())",
+                "WITH l AS MATERIALIZED (
+                   SELECT l.locktype, l.pid, l.relation, l.virtualxid, l.granted, l.waitstart
+                     FROM pg_catalog.pg_locks l
+                    WHERE l.locktype = 'virtualxid'
+                       OR (l.locktype = 'relation' AND NOT l.granted AND l.waitstart IS NOT NULL
+                           AND l.relation = ANY ($1)
+                           AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                              WHERE d.datname = pg_catalog.current_database())))
+                 SELECT w.pid, w.waitstart::text,
+                        pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - w.waitstart)::float8,
+                        CASE WHEN w.pid = ANY ($2) THEN ARRAY(
+                          -- a prepared transaction blocks as pid 0 and has
+                          -- no virtualxid lock: one key for all of them
+                          SELECT b::text || ' ' || coalesce((SELECT v.virtualxid FROM l v
+                                                              WHERE v.locktype = 'virtualxid' AND v.pid = b
+                                                              LIMIT 1), '')
+                            FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(w.pid)) b) END
+                   FROM l w
+                  WHERE w.locktype = 'relation'",
                 None,
-                &[relations.to_vec().into()],
+                &[relations.to_vec().into(), own.to_vec().into()],
             )?
             .map(|r| {
                 Ok((
                     r.get::<i32>(1)?.unwrap_or(0),
                     r.get::<String>(2)?.unwrap_or_default(),
                     r.get::<f64>(3)?.unwrap_or(0.0),
+                    r.get::<Vec<String>>(4)?.unwrap_or_default(),
                 ))
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
         })
     });
+    let now = Instant::now();
     let mut others = false;
-    for (pid, start, waited) in rows {
+    for (pid, start, waited, blockers) in rows {
         if own.contains(&pid) {
             let w = waits.own.entry((pid, start)).or_insert((0.0, lock));
             w.0 = w.0.max(waited);
+            if lock > 0 {
+                for b in blockers {
+                    waits.in_way.entry((lock, b)).or_insert((now, now)).1 = now;
+                }
+            }
         } else {
             waits.others_max = waits.others_max.max(waited);
             others = true;
@@ -429,7 +467,7 @@ fn repack_table(
             last_sample = Some(Instant::now());
             // queued behind something that does not let go: stopped before
             // the writers queue behind its retries for the whole wait
-            if lock > 0 && waits.own_queued(lock) * 1000.0 > budget_ms as f64 {
+            if lock > 0 && waits.longest_in_way(lock) > Duration::from_millis(budget_ms) {
                 held_by = as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)));
                 // its queued request goes at once, with its sessions; the
                 // program follows (process::run stops it)
