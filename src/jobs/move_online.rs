@@ -115,9 +115,8 @@ struct Waits {
     /// before it)
     others_total: f64,
     /// pg_repack's own waits for its locks: each wait (pid, start) with the
-    /// longest it was seen to last, and which of its exclusive locks it
-    /// was after (`Phase::exclusive_lock`, 0 for another)
-    own: HashMap<(i32, String), (f64, u8)>,
+    /// longest it was seen to last
+    own: HashMap<(i32, String), f64>,
     /// The transactions that kept pg_repack's requests queued: each
     /// (exclusive lock, blocker's pid and virtual transaction id) with when
     /// the sampling first and last saw it in the way. A transaction is
@@ -129,7 +128,7 @@ struct Waits {
 
 impl Waits {
     fn own_total(&self) -> f64 {
-        self.own.values().fold(0.0, |a, b| a + b.0)
+        self.own.values().sum()
     }
 
     /// The longest one transaction has kept pg_repack's attempts at its
@@ -206,12 +205,13 @@ fn terminate(pids: &[i32]) {
 }
 
 /// One look at pg_locks: each lock request on `relations` not granted yet,
-/// by pid, how long it has waited; pg_repack's own (`own`, after its
-/// exclusive lock `lock`) apart, with the transactions in their way (by
-/// pg_blocking_pids, asked only while pg_repack waits: it takes the lock
-/// manager's partition locks exclusively). `since` is the time since the
-/// last look.
+/// by pid, how long it has waited; pg_repack's own (`own`) apart, with the
+/// transactions in their way while it is after its exclusive lock `lock`
+/// (by pg_blocking_pids, asked only then and only while pg_repack waits:
+/// it takes the lock manager's partition locks exclusively). `since` is
+/// the time since the last look.
 fn sample(relations: &[pg_sys::Oid], own: &[i32], lock: u8, since: f64, waits: &mut Waits) {
+    let blocked: &[i32] = if lock > 0 { own } else { &[] };
     let rows = as_caller(|| {
         Spi::connect(|c| {
             c.select(
@@ -235,7 +235,7 @@ fn sample(relations: &[pg_sys::Oid], own: &[i32], lock: u8, since: f64, waits: &
                    FROM l w
                   WHERE w.locktype = 'relation'",
                 None,
-                &[relations.to_vec().into(), own.to_vec().into()],
+                &[relations.to_vec().into(), blocked.to_vec().into()],
             )?
             .map(|r| {
                 Ok((
@@ -252,12 +252,10 @@ fn sample(relations: &[pg_sys::Oid], own: &[i32], lock: u8, since: f64, waits: &
     let mut others = false;
     for (pid, start, waited, blockers) in rows {
         if own.contains(&pid) {
-            let w = waits.own.entry((pid, start)).or_insert((0.0, lock));
-            w.0 = w.0.max(waited);
-            if lock > 0 {
-                for b in blockers {
-                    waits.in_way.entry((lock, b)).or_insert((now, now)).1 = now;
-                }
+            let w = waits.own.entry((pid, start)).or_insert(0.0);
+            *w = w.max(waited);
+            for b in blockers {
+                waits.in_way.entry((lock, b)).or_insert((now, now)).1 = now;
             }
         } else {
             waits.others_max = waits.others_max.max(waited);
