@@ -78,6 +78,16 @@ impl Version {
         (self.major, self.minor) >= (1, 5)
     }
 
+    /// From 1.5 the second session holds SHARE UPDATE EXCLUSIVE on the
+    /// table from its setup to its swap, which keeps autovacuum off the
+    /// table; 1.4's holds ACCESS SHARE, so an autovacuum may start during
+    /// the copy and hold up the swap (PostgreSQL cancels it only for a lock
+    /// request that waits deadlock_timeout, longer than pg_repack's
+    /// attempts).
+    pub fn keeps_autovacuum_out(self) -> bool {
+        (self.major, self.minor) >= (1, 5)
+    }
+
     /// Up to 1.5.0 pg_repack pastes its connection string together
     /// (`dbname=%s host=%s ...`) for PQconnectdb; from 1.5.1 it hands each
     /// value to PQconnectdbParams, expanding only the database name as a
@@ -464,6 +474,8 @@ mod tests {
         assert!(!v("1.4.8").owner_may_run());
         assert!(v("1.5.0").owner_may_run());
         assert!(v("2.0.0").owner_may_run());
+        assert!(!v("1.4.8").keeps_autovacuum_out());
+        assert!(v("1.5.0").keeps_autovacuum_out());
     }
 
     #[test]

@@ -603,7 +603,8 @@ fn repack_table(
             ),
             sqlstate: "55P03".into(),
             detail: Some(format!(
-                "Held by: {holders}. Every writer that arrives queues behind a queued ACCESS EXCLUSIVE request: pg_repack's retries would have held them up for up to lock_timeout. The table is where it was, in {from}; {tidy}. {stall}."
+                "Held by: {holders}.{} Every writer that arrives queues behind a queued ACCESS EXCLUSIVE request: pg_repack's retries would have held them up for up to lock_timeout. The table is where it was, in {from}; {tidy}. {stall}.",
+                autovacuum_in_the_way(&holders, version)
             )),
         });
     }
@@ -631,6 +632,22 @@ fn repack_table(
             now.map(|n| n.0).unwrap_or_else(|| "no tablespace: it is gone".into())
         )),
     })
+}
+
+/// What to do about an autovacuum among the holders of a lock pg_repack
+/// waited for (storlab cancels no one; `Version::keeps_autovacuum_out`).
+fn autovacuum_in_the_way(holders: &str, version: Version) -> String {
+    if !holders.contains("(autovacuum worker)") {
+        return String::new();
+    }
+    format!(
+        " An autovacuum of the table is in the way: PostgreSQL cancels one only for a lock request that waits deadlock_timeout, longer than pg_repack's attempts{}. VACUUM the table (it is then not due for one) and move it again.",
+        if version.keeps_autovacuum_out() {
+            String::new()
+        } else {
+            format!(", and pg_repack {version} lets one start during its copy")
+        }
+    )
 }
 
 /// The whole lines a file holds past `offset` (a log being written),

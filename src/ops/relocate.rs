@@ -308,13 +308,15 @@ pub fn lock_holders(oid: pg_sys::Oid) -> Option<String> {
         .flatten()
 }
 
-/// Who holds a lock on a relation: backends by pid, and prepared
+/// Who holds a lock on a relation: backends by pid and kind (an
+/// autovacuum worker, a client backend, ...: pg_stat_activity shows every
+/// role that), and prepared
 /// transactions (which have no backend: a lock of theirs lasts until
 /// someone runs COMMIT PREPARED or ROLLBACK PREPARED) by gid, owner and
 /// the time they were prepared.
 const HOLDERS: &str = "
     SELECT pg_catalog.string_agg(DISTINCT CASE
-             WHEN l.pid IS NOT NULL THEN pg_catalog.format('backend pid %s', l.pid)
+             WHEN l.pid IS NOT NULL THEN pg_catalog.format('backend pid %s (%s)', l.pid, coalesce(a.backend_type, 'ended'))
              ELSE pg_catalog.format('prepared transaction %L (owner %s, prepared at %s)', p.gid, p.owner, p.prepared)
            END, ', ')
       FROM pg_catalog.pg_locks l
@@ -324,6 +326,7 @@ const HOLDERS: &str = "
       LEFT JOIN pg_catalog.pg_locks x ON l.pid IS NULL AND x.locktype = 'transactionid'
                                      AND x.virtualtransaction = l.virtualtransaction
       LEFT JOIN pg_catalog.pg_prepared_xacts p ON p.transaction = x.transactionid
+      LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
      WHERE l.locktype = 'relation' AND l.relation = $1 AND l.granted
        AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
        AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())";
