@@ -19,6 +19,7 @@ use pgrx::JsonB;
 use super::run::{self, JobEnd};
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
+use crate::ops::read;
 use crate::ops::record;
 use crate::ops::relocate::apply_pgbench_placement;
 use crate::ops::report;
@@ -282,7 +283,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
 /// experiment was started; it may have been dropped since).
 fn tablespace_exists(name: &str) -> Result<(), JobEnd> {
     let found = as_caller(|| {
-        Spi::get_one_with_args::<bool>(
+        read::one::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_tablespace WHERE spcname OPERATOR(pg_catalog.=) $1)",
             &[Name(name.to_string()).into()],
         )
@@ -319,7 +320,7 @@ fn stop_for_wal(job: &Job, i: usize, needed: &str, why: &str) {
 /// their layout.
 fn invalid_runs(job: &Job) -> i64 {
     bookkeeping(|| {
-        Spi::get_one_with_args::<i64>(
+        read::one::<i64>(
             "SELECT pg_catalog.count(*) FROM storlab.bench_runs
               WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NOT NULL",
             &[job.id.into()],
@@ -337,7 +338,7 @@ fn expected(e: &Experiment, layout: usize, fillfactor: i32) -> Expected {
     let mut settings = Vec::new();
     for (name, value) in session_settings(p) {
         let spelled = as_caller(|| {
-            Spi::get_one_with_args::<String>(
+            read::one::<String>(
                 "SELECT pg_catalog.set_config($1, $2, true)",
                 &[name.clone().into(), value.clone().into()],
             )
@@ -418,7 +419,7 @@ fn place(job: &Job, e: &Experiment, step: Step, i: usize, layout: usize) -> Resu
 /// compared with what was observed when the last layout was applied.
 pub(super) fn placement_now(job_id: i64) -> String {
     let (layout, placed) = bookkeeping(|| {
-        Spi::get_two_with_args::<String, JsonB>(
+        read::two::<String, JsonB>(
             "SELECT e.layout_applied, j.detail->'placed' FROM storlab.experiment_records e
                JOIN storlab.job_records j ON j.id = e.id WHERE e.id = $1",
             &[job_id.into()],
@@ -444,14 +445,14 @@ fn tables_whole(scale: i32, fillfactor: i32) -> bool {
     let s = ident(&schema);
     let accounts = literal(&format!("{s}.pgbench_accounts"));
     as_caller(|| {
-        Spi::get_one::<bool>(&format!(
+        read::one::<bool>(&format!(
             "SELECT pg_catalog.to_regclass('{s}.storlab_bench_append') IS NOT NULL
                 AND (SELECT pg_catalog.count(*) FROM {s}.pgbench_branches) = {scale}
                 AND (SELECT pg_catalog.count(*) FROM {s}.pgbench_accounts) = {scale}::int8 * 100000
                 AND coalesce((SELECT o.option_value::int FROM pg_catalog.pg_class c,
                                      pg_catalog.pg_options_to_table(c.reloptions) o
                                WHERE c.oid = {accounts}::regclass AND o.option_name = 'fillfactor'), 100) = {fillfactor}"
-        ))
+        ), &[])
     })
     .unwrap_or(false)
 }

@@ -29,6 +29,7 @@ use pgrx::prelude::*;
 
 use crate::ops::identity::{as_owner, pinned};
 use crate::ops::jobs as ops_jobs;
+use crate::ops::read;
 use storlab_core::request::job::{JobArgs, JobSpec};
 
 /// The worker's entry point (named in launch()).
@@ -198,7 +199,7 @@ fn finish_with(
     // an experiment that stops says where its relations are, as observed
     // now (not as its last layout asked)
     let is_experiment = bookkeeping(|| {
-        Spi::get_one_with_args::<bool>(
+        read::one::<bool>(
             "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1)",
             &[job_id.into()],
         )
@@ -302,7 +303,7 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
         // statement takes a new snapshot)
         let (row, creator_status) = bookkeeping(|| {
             let status = match creator {
-                Some(xid) => Spi::get_one_with_args::<String>(
+                Some(xid) => read::one::<String>(
                     "SELECT pg_catalog.pg_xact_status($1::text::xid8)",
                     &[xid.to_string().into()],
                 )?,
@@ -390,7 +391,7 @@ pub fn stop_requested(job_id: i64) -> Option<String> {
 pub fn stop_requested_after(job_id: i64, wait: Duration) -> Option<String> {
     let signalled = !BackgroundWorker::wait_latch(Some(wait));
     let (status, error) = bookkeeping(|| {
-        Spi::get_two_with_args::<String, String>(
+        read::two::<String, String>(
             "SELECT status, error FROM storlab.job_records WHERE id = $1",
             &[job_id.into()],
         )

@@ -23,6 +23,7 @@ use super::run::{
     connection, pg_stat_statements_schema, psql, psql_commands, store_detail, with_env, JobEnd,
 };
 use super::{as_caller, bookkeeping, Job};
+use crate::ops::read;
 use crate::ops::record;
 use crate::ops::relocate::lock_holders;
 use crate::ops::server::{hostname, system_identifier};
@@ -125,7 +126,7 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
 pub(super) fn cancel_backends(tag: &str) {
     let busy = || {
         as_caller(|| {
-            Spi::get_one_with_args::<i64>(
+            read::one::<i64>(
                 "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity
                   WHERE application_name = $1 AND state <> 'idle' AND pid <> pg_catalog.pg_backend_pid()",
                 &[tag.into()],
@@ -134,7 +135,7 @@ pub(super) fn cancel_backends(tag: &str) {
         .unwrap_or(0)
     };
     as_caller(|| {
-        Spi::get_one_with_args::<i64>(
+        read::one::<i64>(
             "SELECT pg_catalog.count(pg_catalog.pg_cancel_backend(pid)) FROM pg_catalog.pg_stat_activity
               WHERE application_name = $1 AND state <> 'idle' AND pid <> pg_catalog.pg_backend_pid()",
             &[tag.into()],
@@ -152,7 +153,7 @@ pub(super) fn cancel_backends(tag: &str) {
 fn statement_wal(sql: &str) -> Option<i64> {
     let schema = pg_stat_statements_schema()?;
     as_caller(|| {
-        Spi::get_one_with_args::<i64>(
+        read::one::<i64>(
             &format!(
                 "SELECT coalesce(pg_catalog.sum(s.wal_bytes), 0)::int8 FROM {schema}.pg_stat_statements s
                   WHERE s.query = $1 AND s.dbid = (SELECT d.oid FROM pg_catalog.pg_database d
@@ -189,7 +190,7 @@ pub(super) fn recover(job: &Job, r: &MoveIndexes, dir: &Path) -> String {
     let conn = connection(job);
     let dropped = drop_invalid_leftovers(job, &conn, relation, dir);
     let plan: Option<Plan> = bookkeeping(|| {
-        Spi::get_one_with_args::<pgrx::JsonB>(
+        read::one::<pgrx::JsonB>(
             "SELECT (SELECT detail -> 'plan' FROM storlab.job_records WHERE id = $1)",
             &[job.id.into()],
         )
@@ -266,7 +267,7 @@ fn indexes_elsewhere(relation: i64, to: &str) -> Vec<Planned> {
 /// tablespace when it names none)?
 fn is_in(name: &str, to: &str) -> bool {
     as_caller(|| {
-        Spi::get_one_with_args::<bool>(
+        read::one::<bool>(
             "SELECT (SELECT coalesce(t.spcname, d.spcname) = $2
                        FROM pg_class c LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace
                       CROSS JOIN (SELECT s.spcname FROM pg_database db JOIN pg_tablespace s ON s.oid = db.dattablespace
@@ -280,7 +281,7 @@ fn is_in(name: &str, to: &str) -> bool {
 
 fn is_recorded(batch: i64, name: &str) -> bool {
     bookkeeping(|| {
-        Spi::get_one_with_args::<bool>(
+        read::one::<bool>(
             "SELECT EXISTS (SELECT FROM storlab.relocations WHERE batch_id = $1 AND relation_name = $2)",
             &[batch.into(), name.into()],
         )
@@ -304,7 +305,7 @@ fn record(
     // the history must name the index that now exists, or restore_layout
     // would take it for dropped
     let oid = as_caller(|| {
-        Spi::get_one_with_args::<i64>(
+        read::one::<i64>(
             "SELECT pg_catalog.to_regclass($1)::oid::int8",
             &[index.name.clone().into()],
         )

@@ -29,6 +29,7 @@ use pgrx::JsonB;
 
 use super::run::{connection, psql_commands, store_detail, with_env, JobEnd};
 use super::{as_caller, bookkeeping, stop_requested_after, Job};
+use crate::ops::read;
 use crate::ops::record;
 use crate::ops::relocate::{lock_holders, where_now};
 use crate::ops::server::{hostname, system_identifier};
@@ -153,7 +154,7 @@ impl Waits {
 /// TOAST table and index, its indexes.
 fn locked_relations(oid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
     as_caller(|| {
-        Spi::get_one_with_args::<Vec<pg_sys::Oid>>(
+        read::one::<Vec<pg_sys::Oid>>(
             "SELECT ARRAY(SELECT $1::oid
                           UNION ALL SELECT c.reltoastrelid FROM pg_catalog.pg_class c WHERE c.oid = $1 AND c.reltoastrelid <> 0
                           UNION ALL SELECT i.indexrelid FROM pg_catalog.pg_index i
@@ -169,7 +170,7 @@ fn locked_relations(oid: pg_sys::Oid) -> Vec<pg_sys::Oid> {
 /// since the run began. Read apart from pg_locks, and less often.
 fn repack_pids(role: &str, since: &str) -> Vec<i32> {
     as_caller(|| {
-        Spi::get_one_with_args::<Vec<i32>>(
+        read::one::<Vec<i32>>(
             "SELECT ARRAY(SELECT a.pid FROM pg_catalog.pg_stat_activity a
                            WHERE a.application_name = 'pg_repack' AND a.usename = $1
                              AND a.backend_start >= $2::timestamptz)",
@@ -183,7 +184,7 @@ fn repack_pids(role: &str, since: &str) -> Vec<i32> {
 /// advisory lock on it (pg_try_advisory_lock(16185446, -2147483648 + oid)).
 fn repack_running(oid: pg_sys::Oid) -> Option<i32> {
     as_caller(|| {
-        Spi::get_one_with_args::<i32>(
+        read::one::<i32>(
             "SELECT pg_catalog.min(l.pid) FROM pg_catalog.pg_locks l
               WHERE l.locktype = 'advisory' AND l.classid = 16185446 AND l.objsubid = 2
                 AND l.objid = (($1::oid::int8 + 2147483648) % 4294967296)::oid
@@ -197,7 +198,7 @@ fn repack_running(oid: pg_sys::Oid) -> Option<i32> {
 /// Ends pg_repack's sessions (the job's role's own) at once.
 fn terminate(pids: &[i32]) {
     as_caller(|| {
-        Spi::get_one_with_args::<i64>(
+        read::one::<i64>(
             "SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(p)) FROM pg_catalog.unnest($1::int4[]) p",
             &[pids.to_vec().into()],
         )
@@ -280,7 +281,7 @@ fn show_phase(job: &Job, t: &OnlineTable, phase: &str) {
 }
 
 fn chrono_now() -> String {
-    bookkeeping(|| Spi::get_one::<String>("SELECT pg_catalog.clock_timestamp()::text"))
+    bookkeeping(|| read::one::<String>("SELECT pg_catalog.clock_timestamp()::text", &[]))
         .unwrap_or_default()
 }
 
@@ -288,7 +289,7 @@ fn chrono_now() -> String {
 /// trigger, log table, copy and type. Read as the job's role.
 fn leftovers(oid: pg_sys::Oid) -> Vec<String> {
     as_caller(|| {
-        Spi::get_one_with_args::<Vec<String>>(
+        read::one::<Vec<String>>(
             "SELECT pg_catalog.array_remove(ARRAY[
                       CASE WHEN EXISTS (SELECT FROM pg_catalog.pg_trigger t
                                          WHERE t.tgrelid = $1 AND t.tgname = 'repack_trigger')
@@ -351,7 +352,7 @@ fn brief_lock_statement(job: &Job, conn: &Connection, dir: &Path, sql: &str) -> 
 fn cancel_sessions(role: &str, since: &str) {
     let busy = || {
         as_caller(|| {
-            Spi::get_one_with_args::<i64>(
+            read::one::<i64>(
                 "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity
                   WHERE application_name = 'pg_repack' AND usename = $1 AND backend_start >= $2::timestamptz
                     AND datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()",
@@ -361,7 +362,7 @@ fn cancel_sessions(role: &str, since: &str) {
         .unwrap_or(0)
     };
     as_caller(|| {
-        Spi::get_one_with_args::<i64>(
+        read::one::<i64>(
             "SELECT pg_catalog.count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity
               WHERE application_name = 'pg_repack' AND usename = $1 AND backend_start >= $2::timestamptz
                 AND datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()",
@@ -700,7 +701,7 @@ fn index_places(oid: pg_sys::Oid) -> Vec<(u32, String, String, i64)> {
         .map(|oids| {
             oids.into_iter()
                 .filter_map(|o| {
-                    let name = Spi::get_one_with_args::<String>(
+                    let name = read::one::<String>(
                         "SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) FROM pg_catalog.pg_class c
                            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
                         &[o.into()],
@@ -871,7 +872,7 @@ fn reindex(
     };
     // REINDEX CONCURRENTLY gives the index a new oid under the old name
     let new_oid = as_caller(|| {
-        Spi::get_one_with_args::<i64>(
+        read::one::<i64>(
             "SELECT pg_catalog.to_regclass($1)::oid::int8",
             &[index.name.clone().into()],
         )
@@ -1009,7 +1010,7 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
         }
         let now = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid)));
         let recorded_already = bookkeeping(|| {
-            Spi::get_one_with_args::<bool>(
+            read::one::<bool>(
                 "SELECT EXISTS (SELECT FROM storlab.relocations WHERE batch_id = $1 AND relation = $2::oid)",
                 &[m.batch.into(), oid.into()],
             )

@@ -11,6 +11,7 @@ use pgrx::JsonB;
 
 use super::{as_caller, bookkeeping, stop_requested, Job};
 use crate::ops::jobs::check_pgbench_tables_complete;
+use crate::ops::read;
 use crate::ops::record;
 use crate::ops::server::data_dir;
 use crate::sqltypes::Name;
@@ -129,8 +130,8 @@ pub(super) fn connection(job: &Job) -> Connection {
     // server facts storlab needs to connect, not the caller's to read
     // (unix_socket_directories needs pg_read_all_settings)
     let (sockets, port) = bookkeeping(|| {
-        Spi::get_two::<String, String>(
-            "SELECT pg_catalog.current_setting('unix_socket_directories'), pg_catalog.current_setting('port')",
+        read::two::<String, String>(
+            "SELECT pg_catalog.current_setting('unix_socket_directories'), pg_catalog.current_setting('port')", &[],
         )
     });
     let host = sockets.and_then(|s| {
@@ -315,7 +316,7 @@ pub(super) fn observe(schema: &str, wal: Option<&str>) -> Observation {
 
 pub(super) fn observe_relations(schema: &str) -> Observation {
     let json = as_caller(|| {
-        Spi::get_one_with_args::<JsonB>(
+        read::one::<JsonB>(
             "SELECT pg_catalog.jsonb_build_object(
                  'tables', coalesce(pg_catalog.jsonb_object_agg(r.relname, r.ts)
                                       FILTER (WHERE r.relkind OPERATOR(pg_catalog.=) 'r'), '{}'),
@@ -423,10 +424,11 @@ pub(super) fn init(job: &Job, r: &BenchInit, dir: &Path) -> Result<(), JobEnd> {
 /// through a search_path not our own; the function itself is qualified.
 pub(super) fn pgbench_schema() -> Result<String, JobEnd> {
     let found = BackgroundWorker::transaction(|| {
-        Spi::get_one::<String>(
+        read::one::<String>(
             "SELECT n.nspname::text FROM pg_catalog.pg_class c
                JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
               WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pgbench_accounts')",
+            &[],
         )
         .ok()
         .flatten()
@@ -444,7 +446,7 @@ pub(super) fn pgbench_schema() -> Result<String, JobEnd> {
 /// this library was built for; the keys are [`Counters`]' fields.
 fn counters(schema: &str) -> Counters {
     as_caller(|| {
-        Spi::get_one_with_args::<JsonB>(
+        read::one::<JsonB>(
             &snapshot_sql::counters(pg_sys::PG_MAJORVERSION_NUM),
             &[Name(schema.to_string()).into()],
         )
@@ -460,11 +462,11 @@ fn counters(schema: &str) -> Counters {
 /// statistics themselves are read as the caller.
 pub(super) fn pg_stat_statements_schema() -> Option<String> {
     bookkeeping(|| {
-        Spi::get_one::<String>(
+        read::one::<String>(
             // a scalar subquery: one row (NULL) when the extension is absent
             "SELECT (SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                       WHERE e.extname = 'pg_stat_statements'
-                        AND current_setting('shared_preload_libraries') ~ '(^|[ ,])pg_stat_statements($|[ ,])')",
+                        AND current_setting('shared_preload_libraries') ~ '(^|[ ,])pg_stat_statements($|[ ,])')", &[],
         )
     })
     .map(|schema| ident(&schema))
@@ -475,13 +477,13 @@ pub(super) fn pg_stat_statements_schema() -> Option<String> {
 fn statements() -> Option<serde_json::Value> {
     let schema = pg_stat_statements_schema()?;
     as_caller(|| {
-        Spi::get_one::<JsonB>(&format!(
+        read::one::<JsonB>(&format!(
             "SELECT coalesce(jsonb_object_agg(queryid::text, jsonb_build_object(
                         'query', left(query, 500), 'calls', calls, 'total_ms', total_exec_time, 'rows', rows,
                         'shared_blks_read', shared_blks_read, 'shared_blks_hit', shared_blks_hit)), '{{}}')
                FROM {schema}.pg_stat_statements
               WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND queryid IS NOT NULL"
-        ))
+        ), &[])
     })
     .map(|j| j.0)
 }
@@ -513,7 +515,7 @@ pub(super) fn bench(
     let quoted = ident(&schema);
     let accounts = literal(&format!("{quoted}.pgbench_accounts"));
     let (scale, fillfactor) = as_caller(|| {
-        Spi::get_two::<i32, i32>(&format!(
+        read::two::<i32, i32>(&format!(
             // a partitioned pgbench_accounts has no storage and no
             // fillfactor of its own: its partitions carry it
             "SELECT (SELECT pg_catalog.count(*)::int FROM {quoted}.pgbench_branches),
@@ -525,7 +527,7 @@ pub(super) fn bench(
                              OR c.oid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i
                                            WHERE i.inhparent = {accounts}::regclass))
                       ORDER BY c.relname LIMIT 1)",
-        ))
+        ), &[])
     });
     let mut o = BenchOptions::new(&r.script, &job.database, dir);
     o.scale = scale;

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 use super::error::{spi, OrRaise};
 use super::pgbench::pgbench_schema;
+use super::read;
 use super::read_path::{aio_settings, server_version_num};
 use super::report::experiment_report;
 use super::server::this_server;
@@ -29,15 +30,16 @@ pub fn recommend() -> Vec<Advice> {
 /// The database's facts: its counters, name, pgbench's schema, where
 /// pgbench's indexes and temp files are now.
 fn context() -> Context {
-    let (blks_read, blks_hit) = Spi::get_two::<i64, i64>(
-        "SELECT blks_read, blks_hit FROM pg_catalog.pg_stat_database WHERE datname = pg_catalog.current_database()",
+    let (blks_read, blks_hit) = read::two::<i64, i64>(
+        "SELECT blks_read, blks_hit FROM pg_catalog.pg_stat_database WHERE datname = pg_catalog.current_database()", &[],
     )
     .map_err(spi("reading pg_stat_database"))
     .or_raise();
-    let (database, default_ts) = Spi::get_two::<String, String>(
+    let (database, default_ts) = read::two::<String, String>(
         "SELECT d.datname::text, t.spcname::text
            FROM pg_catalog.pg_database d JOIN pg_catalog.pg_tablespace t ON t.oid = d.dattablespace
           WHERE d.datname = pg_catalog.current_database()",
+        &[],
     )
     .map_err(spi("reading the database's default tablespace"))
     .or_raise();
@@ -45,7 +47,7 @@ fn context() -> Context {
     let schema = pgbench_schema();
     // pgbench_accounts' primary key stands for pgbench's indexes
     let index_tablespace = schema.as_ref().and_then(|s| {
-        Spi::get_one_with_args::<String>(
+        read::one::<String>(
             "SELECT (SELECT t.spcname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_tablespace t ON t.oid = c.reltablespace
                       WHERE c.oid = pg_catalog.to_regclass(pg_catalog.format('%I.pgbench_accounts_pkey', $1)))",
             &[s.as_str().into()],
@@ -53,7 +55,7 @@ fn context() -> Context {
         .map_err(spi("reading where pgbench's indexes are"))
         .or_raise()
     });
-    let temp = Spi::get_one::<String>("SELECT pg_catalog.current_setting('temp_tablespaces')")
+    let temp = read::one::<String>("SELECT pg_catalog.current_setting('temp_tablespaces')", &[])
         .map_err(spi("reading temp_tablespaces"))
         .or_raise()
         .unwrap_or_default();

@@ -5,6 +5,7 @@
 use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
+use super::read;
 use super::report::experiment_report;
 use super::suite::{newest_depth_probes, newest_suite_probes};
 use storlab_core::chart::data::{CurvePoint, ProbeHead, RunHead, SuiteFigure};
@@ -23,7 +24,7 @@ fn not_found(what: &str, id: i64) -> ! {
 /// An experiment's name and its report's cells as bars (42704 when there
 /// is no such experiment).
 pub fn experiment(id: i64) -> (String, Vec<ExperimentBar>) {
-    let name = Spi::get_one_with_args::<String>(
+    let name = read::one::<String>(
         "SELECT (SELECT name FROM storlab.experiments WHERE id = $1)",
         &[id.into()],
     )

@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
+use super::read;
 use super::server::{hostname, system_identifier, this_server};
 use super::suite::{item_args, measure_item, suite_file_once, SuiteRun, ITEM_PROBES};
 use super::targets::{all_targets, check_may_write_all, resolve, Target};
@@ -145,7 +146,7 @@ struct Measured {
 
 fn baseline_id(label: &str) -> Option<i64> {
     as_owner(|| {
-        Spi::get_one_with_args::<i64>(
+        read::one::<i64>(
             "SELECT (SELECT id FROM storlab.baselines WHERE label = $1)",
             &[label.into()],
         )
@@ -302,11 +303,11 @@ impl Baseline {
         // read as the owner, as every other read of storlab's bookkeeping:
         // the caller may hold EXECUTE without SELECT on its tables
         as_owner(|| match self {
-            Baseline::Local(id) => Spi::get_one_with_args::<Vec<Name>>(
+            Baseline::Local(id) => read::one::<Vec<Name>>(
                 "SELECT tablespaces FROM storlab.baselines WHERE id = $1",
                 &[(*id).into()],
             ),
-            Baseline::Fleet { node, id } => Spi::get_one_with_args::<Vec<Name>>(
+            Baseline::Fleet { node, id } => read::one::<Vec<Name>>(
                 "SELECT tablespaces FROM storlab.fleet_baselines WHERE node_id = $1 AND id = $2",
                 &[(*node).into(), (*id).into()],
             ),
@@ -325,7 +326,7 @@ impl Baseline {
 fn fleet_baseline(server: &str, label: &str) -> Baseline {
     super::fleet::check_servers(&[server.to_string()]);
     let found = as_owner(|| {
-        Spi::get_two_with_args::<pgrx::datum::Uuid, i64>(
+        read::two::<pgrx::datum::Uuid, i64>(
             "SELECT node_id, id FROM storlab.fleet_baselines WHERE server = $1 AND label = $2
               ORDER BY taken_at DESC LIMIT 1",
             &[server.into(), label.into()],
@@ -414,7 +415,7 @@ pub fn regressions(
     match &baseline {
         Baseline::Local(id) => {
             let (taken_on, host) = as_owner(|| {
-                Spi::get_two_with_args::<i64, String>(
+                read::two::<i64, String>(
                     "SELECT system_identifier, hostname FROM storlab.baselines WHERE id = $1",
                     &[(*id).into()],
                 )

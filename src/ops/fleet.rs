@@ -8,6 +8,7 @@ use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
+use super::read;
 use super::suite::{figures_of, Figures, Newest};
 use storlab_core::env;
 use storlab_core::report::checks::Metric;
@@ -19,7 +20,7 @@ use storlab_core::stats::{improvement_pct, welch, ALPHA};
 /// were kept.
 pub fn check_servers(names: &[String]) {
     let unknown = as_owner(|| {
-        Spi::get_one_with_args::<Vec<String>>(
+        read::one::<Vec<String>>(
             "SELECT array_agg(n ORDER BY n) FROM unnest($1::text[]) n
               WHERE NOT EXISTS (SELECT FROM storlab.fleet_members m WHERE m.name = n)
                 AND NOT EXISTS (SELECT FROM storlab.fleet_probes p WHERE p.server = n)

@@ -19,6 +19,7 @@
 use std::ffi::CStr;
 use std::panic::AssertUnwindSafe;
 
+use super::read;
 use pgrx::pg_sys::{self, PgTryBuilder};
 use pgrx::prelude::*;
 
@@ -55,8 +56,8 @@ pub fn pinned<R>(f: impl FnOnce() -> R) -> R {
 /// The role that owns the extension (a superuser: the control file says
 /// `superuser = true`).
 pub fn extension_owner() -> pg_sys::Oid {
-    Spi::get_one::<pg_sys::Oid>(
-        "SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'storlab'",
+    read::one::<pg_sys::Oid>(
+        "SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'storlab'", &[],
     )
     .ok()
     .flatten()

@@ -8,6 +8,7 @@ use pgrx::prelude::*;
 
 use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{self, as_owner};
+use super::read;
 use super::settings;
 use crate::sqltypes::Name;
 use storlab_core::pgbench::conninfo;
@@ -199,8 +200,8 @@ pub fn pgbench_relations_free(
     let start = std::time::Instant::now();
     loop {
         let got = as_owner(|| {
-            Spi::get_one::<bool>(
-                "SELECT pg_catalog.pg_try_advisory_xact_lock_shared(pg_catalog.hashtextextended('storlab: pgbench tables of ' || pg_catalog.current_database(), 0))",
+            read::one::<bool>(
+                "SELECT pg_catalog.pg_try_advisory_xact_lock_shared(pg_catalog.hashtextextended('storlab: pgbench tables of ' || pg_catalog.current_database(), 0))", &[],
             )
         })
         .map_err(spi("locking pgbench's tables"))?;
@@ -318,7 +319,7 @@ fn latest_snapshot_pairs(
 pub fn check_pgbench_tables_complete(schema: &str) -> Result<(), Error> {
     // every table a pgbench script uses (pgbench_history takes the
     // tpcb-like inserts): one missing fails every run
-    let missing = Spi::get_one_with_args::<String>(
+    let missing = read::one::<String>(
         "SELECT pg_catalog.string_agg(t, ', ' ORDER BY t)
            FROM pg_catalog.unnest(ARRAY['pgbench_accounts', 'pgbench_branches', 'pgbench_history', 'pgbench_tellers']) t
           WHERE pg_catalog.to_regclass(pg_catalog.format('%I.%I', $1, t)) IS NULL",
@@ -332,7 +333,7 @@ pub fn check_pgbench_tables_complete(schema: &str) -> Result<(), Error> {
         )
         .with_hint("Make them again with SELECT storlab.bench_init()."));
     }
-    let complete = Spi::get_one_with_args::<bool>(
+    let complete = read::one::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_index i
                          WHERE i.indrelid = pg_catalog.to_regclass(pg_catalog.format('%I.pgbench_accounts', $1))
                            AND i.indisprimary AND i.indisvalid)",
@@ -387,7 +388,7 @@ pub fn start(spec: JobSpec) -> i64 {
 pub fn restart(job_id: i64, kind: &str, done_may_resume: bool) {
     sweep_dead_jobs();
     let row = as_owner(|| {
-        Spi::get_three_with_args::<String, String, String>(
+        read::three::<String, String, String>(
             "SELECT j.kind, j.status, j.role::text
                FROM (SELECT) one LEFT JOIN storlab.jobs j ON j.id = $1",
             &[job_id.into()],
@@ -510,7 +511,7 @@ pub fn checkpoint_option(mut options: RunOptions) -> RunOptions {
 /// pg_signal_backend those of any role but a superuser, a superuser all.
 fn may_cancel(job_id: i64) -> Result<(), Error> {
     let role = as_owner(|| {
-        Spi::get_one_with_args::<String>(
+        read::one::<String>(
             "SELECT role::text FROM storlab.job_records WHERE id = $1",
             &[job_id.into()],
         )
@@ -585,7 +586,7 @@ pub fn cancel(job_id: i64) -> bool {
 pub fn stop_now(job_id: i64) -> bool {
     // the caller's own job (no such job: false, below) needs no other right
     let role = as_owner(|| {
-        Spi::get_one_with_args::<String>(
+        read::one::<String>(
             "SELECT (SELECT role::text FROM storlab.job_records WHERE id = $1)",
             &[job_id.into()],
         )
@@ -601,7 +602,7 @@ pub fn stop_now(job_id: i64) -> bool {
         .raise();
     }
     let pid = as_owner(|| {
-        Spi::get_one_with_args::<i32>(
+        read::one::<i32>(
             // one row always: no such job (or one not running) is no pid
             "SELECT (SELECT worker_pid FROM storlab.jobs WHERE id = $1 AND status IN ('running', 'cancelling'))",
             &[job_id.into()],
@@ -621,7 +622,7 @@ pub fn stop_now(job_id: i64) -> bool {
 /// Is `pid` a storlab job worker of this server (not some other process
 /// that got the pid of one that exited)?
 fn is_job_worker(pid: i32) -> bool {
-    Spi::get_one_with_args::<bool>(
+    read::one::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity WHERE pid = $1 AND backend_type = 'storlab job')",
         &[pid.into()],
     ) == Ok(Some(true))
@@ -639,7 +640,7 @@ fn signal_worker(pid: i32) {
 pub fn status(job_id: i64) -> Option<(String, Option<String>, Option<String>)> {
     sweep_dead_jobs();
     let row = as_owner(|| {
-        Spi::get_three_with_args::<String, String, String>(
+        read::three::<String, String, String>(
             "SELECT status, error, detail->>'error_sqlstate' FROM storlab.jobs WHERE id = $1",
             &[job_id.into()],
         )
@@ -649,7 +650,7 @@ pub fn status(job_id: i64) -> Option<(String, Option<String>, Option<String>)> {
         // invalid, and left out of every report: the caller waiting for
         // it (CALL storlab.wait, storlab.bench) is told so
         let invalid = as_owner(|| {
-            Spi::get_one_with_args::<String>(
+            read::one::<String>(
                 "SELECT detail->>'run_invalid' FROM storlab.job_records WHERE id = $1",
                 &[job_id.into()],
             )

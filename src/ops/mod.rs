@@ -16,6 +16,7 @@ pub mod online;
 pub mod pgbench;
 pub mod probe;
 pub mod prune;
+pub mod read;
 pub mod read_path;
 pub mod record;
 pub mod relocate;

@@ -13,6 +13,7 @@ use pgrx::AllocatedByRust;
 use super::backend_wait::Backend;
 use super::error::{invalid, spi, Error, OrRaise, SqlState};
 use super::identity::as_owner;
+use super::read;
 use super::server::{hostname, system_identifier};
 use super::settings::min_free_bytes;
 use super::targets::Target;
@@ -48,8 +49,9 @@ fn remember_scratch_dir(dir: &std::path::Path) {
 /// WAL needs room to grow: a probe of pg_wal also leaves max_wal_size free,
 /// since ENOSPC while writing WAL is a PANIC that restarts the whole server.
 fn wal_reserve_bytes() -> u64 {
-    Spi::get_one::<i64>(
+    read::one::<i64>(
         "SELECT pg_catalog.pg_size_bytes(pg_catalog.current_setting('max_wal_size'))",
+        &[],
     )
     .ok()
     .flatten()
@@ -192,7 +194,7 @@ impl DeviceLock {
         // SAFETY: the lock manager, from the backend's main thread.
         let got = unsafe { pg_sys::LockAcquire(&tag, mode, true, true) };
         if got == pg_sys::LockAcquireResult::LOCKACQUIRE_NOT_AVAIL {
-            let holders = Spi::get_one_with_args::<String>(
+            let holders = read::one::<String>(
                 "SELECT pg_catalog.string_agg(pid::text, ', ') FROM pg_catalog.pg_locks
                   WHERE locktype = 'advisory' AND database = 0
                     AND classid = $1::int8::oid AND objid = $2::int8::oid

@@ -11,6 +11,7 @@ use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{
     as_owner, current_user, extension_owner, has_privs_of, is_superuser, role_name,
 };
+use super::read;
 
 /// The cutoff of a prune, `now() - older_than` (an age the caller checked
 /// positive: `request::prune::check_age`), once the caller may delete
@@ -42,7 +43,7 @@ pub fn cutoff(older_than: Interval, dry_run: bool) -> TimestampWithTimeZone {
         .with_hint("CALL it on its own, outside BEGIN ... COMMIT; a dry run (dry_run => true) works anywhere.")
         .raise();
     }
-    Spi::get_one_with_args::<TimestampWithTimeZone>(
+    read::one::<TimestampWithTimeZone>(
         "SELECT pg_catalog.now() OPERATOR(pg_catalog.-) $1",
         &[older_than.into()],
     )

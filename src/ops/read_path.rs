@@ -24,6 +24,7 @@ use pgrx::prelude::*;
 use super::error::{invalid, spi, Error, OrRaise, SqlState};
 use super::identity::as_owner;
 use super::probe::{ensure_room, facts_json, DeviceLock};
+use super::read;
 use super::server::{data_dir, hostname, system_identifier};
 use super::settings::min_free_bytes;
 use super::targets::Target;
@@ -46,7 +47,7 @@ const BITMAP_BELOW: i64 = 20_000;
 /// session's setting is neither the server's nor the scan's).
 pub fn aio_settings() -> serde_json::Value {
     let get = |name: &str| -> Option<String> {
-        Spi::get_one_with_args::<String>(
+        read::one::<String>(
             "SELECT pg_catalog.current_setting($1, true)",
             &[name.into()],
         )
@@ -64,23 +65,29 @@ pub fn aio_settings() -> serde_json::Value {
 /// The effective_io_concurrency in effect for this session (the server's,
 /// unless the session or its role or database set another).
 pub fn session_eic() -> Option<i32> {
-    Spi::get_one::<i32>("SELECT pg_catalog.current_setting('effective_io_concurrency')::int4")
-        .ok()
-        .flatten()
+    read::one::<i32>(
+        "SELECT pg_catalog.current_setting('effective_io_concurrency')::int4",
+        &[],
+    )
+    .ok()
+    .flatten()
 }
 
 pub fn server_version_num() -> i32 {
-    Spi::get_one::<i32>("SELECT pg_catalog.current_setting('server_version_num')::int4")
-        .ok()
-        .flatten()
-        .unwrap_or(0)
+    read::one::<i32>(
+        "SELECT pg_catalog.current_setting('server_version_num')::int4",
+        &[],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(0)
 }
 
 /// The tablespace's own effective_io_concurrency (ALTER TABLESPACE ... SET),
 /// if it has one.
 pub fn tablespace_eic(oid: pg_sys::Oid) -> Option<i32> {
     // a scalar subquery: NULL, not "no row", where it has none
-    Spi::get_one_with_args::<i32>(
+    read::one::<i32>(
         "SELECT (SELECT o.option_value::int4
                    FROM pg_catalog.pg_tablespace t, pg_catalog.pg_options_to_table(t.spcoptions) o
                   WHERE t.oid = $1 AND o.option_name = 'effective_io_concurrency')",
@@ -200,7 +207,7 @@ fn evict_buffers(_oid: pg_sys::Oid) -> Result<(), Error> {
 /// Blocks this transaction read from disk (not found in shared buffers)
 /// of the given relations so far.
 fn blocks_read(oids: &[pg_sys::Oid]) -> i64 {
-    Spi::get_one_with_args::<i64>(
+    read::one::<i64>(
         "SELECT sum(pg_catalog.pg_stat_get_xact_blocks_fetched(o) - pg_catalog.pg_stat_get_xact_blocks_hit(o))::int8
            FROM pg_catalog.unnest($1::oid[]) o",
         &[oids.to_vec().into()],
@@ -266,9 +273,12 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     target.check_may_write()?;
     target.check_folder()?;
     // the blocks a scan reads come from the statistics counters
-    if Spi::get_one::<bool>("SELECT pg_catalog.current_setting('track_counts')::bool")
-        .ok()
-        .flatten()
+    if read::one::<bool>(
+        "SELECT pg_catalog.current_setting('track_counts')::bool",
+        &[],
+    )
+    .ok()
+    .flatten()
         != Some(true)
     {
         return Err(Error::new(
@@ -280,7 +290,7 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     let own_eic = tablespace_eic(ts_oid);
     if let Some(original) = own_eic {
         // only its owner may set another value on it, as ALTER TABLESPACE
-        let owner = Spi::get_one_with_args::<bool>(
+        let owner = read::one::<bool>(
             "SELECT pg_catalog.pg_has_role(spcowner, 'USAGE') FROM pg_catalog.pg_tablespace WHERE oid = $1",
             &[ts_oid.into()],
         )
@@ -362,10 +372,10 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     .map_err(spi("finding the scratch table's files"))?;
     let oids: Vec<pg_sys::Oid> = rels.iter().map(|r| r.0).collect();
     let heap_bytes = as_owner(|| {
-        Spi::get_one::<i64>(&format!(
-            "SELECT pg_catalog.pg_relation_size({})",
-            literal(&table)
-        ))
+        read::one::<i64>(
+            &format!("SELECT pg_catalog.pg_relation_size({})", literal(&table)),
+            &[],
+        )
     })
     .map_err(spi("sizing the scratch table"))?
     .unwrap_or(0);

@@ -3,14 +3,14 @@
 //! has (a library may run under an install not updated yet). Called inside
 //! the identity that writes the rows (`as_owner`, a job's `bookkeeping`).
 
-use pgrx::prelude::*;
 use storlab_core::record::Record;
 
 use super::error::Raise;
+use super::read;
 
 /// The installed table's columns, in order.
 pub fn table_columns(table: &str) -> Result<Vec<String>, pgrx::spi::Error> {
-    Spi::get_one_with_args::<Vec<String>>(
+    read::one::<Vec<String>>(
         "SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum)
            FROM pg_catalog.pg_attribute a
           WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)::pg_catalog.oid

@@ -20,6 +20,7 @@ use pgrx::JsonB;
 use super::error::{invalid, raise, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{as_owner, caller};
 use super::jobs::pgbench_relations_free;
+use super::read;
 use super::record;
 use super::server::{data_dir, hostname, system_identifier, this_server};
 use super::settings::min_free_bytes;
@@ -148,7 +149,7 @@ pub fn check_movable(oid: pg_sys::Oid) -> Result<(), Error> {
         )
     })?;
     if nsp.starts_with("pg_toast") {
-        let owner = Spi::get_one_with_args::<String>(
+        let owner = read::one::<String>(
             "SELECT format('%I.%I', n.nspname, c.relname)
                FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
               WHERE c.reltoastrelid IN ($1, (SELECT indrelid FROM pg_catalog.pg_index WHERE indexrelid = $1))",
@@ -196,7 +197,7 @@ pub fn check_target(tablespace: &str) -> Result<String, Error> {
             "user relations cannot live in pg_global: it holds only shared system catalogs",
         ));
     }
-    let may = Spi::get_one_with_args::<bool>(
+    let may = read::one::<bool>(
         "SELECT t.oid = d.dattablespace OR pg_catalog.has_tablespace_privilege(t.oid, 'CREATE')
            FROM pg_catalog.pg_tablespace t, pg_catalog.pg_database d
           WHERE t.spcname = $1 AND d.datname = pg_catalog.current_database()",
@@ -303,9 +304,7 @@ fn lock_oid(oid: pg_sys::Oid, what: &str, start: Instant, timeout: Duration) {
 
 /// Who holds a lock on a relation (see HOLDERS), or None.
 pub fn lock_holders(oid: pg_sys::Oid) -> Option<String> {
-    Spi::get_one_with_args::<String>(HOLDERS, &[oid.into()])
-        .ok()
-        .flatten()
+    read::one::<String>(HOLDERS, &[oid.into()]).ok().flatten()
 }
 
 /// Who holds a lock on a relation: backends by pid and kind (an
@@ -378,7 +377,8 @@ fn execute(
     let callers_lock_timeout = if dry_run {
         None
     } else {
-        Spi::get_one::<String>("SELECT pg_catalog.current_setting('lock_timeout')").unwrap_or(None)
+        read::one::<String>("SELECT pg_catalog.current_setting('lock_timeout')", &[])
+            .unwrap_or(None)
     };
     let moved_by = caller();
     let mut rows = Vec::with_capacity(steps.len());
@@ -724,7 +724,7 @@ fn tablespace_now(oid: pg_sys::Oid) -> Option<String> {
 }
 
 fn set_lock_timeout(value: &str) {
-    Spi::get_one_with_args::<String>(
+    read::one::<String>(
         "SELECT pg_catalog.set_config('lock_timeout', $1, true)",
         &[value.into()],
     )
@@ -879,7 +879,7 @@ pub fn apply_layout(
             "nothing to do: give tables_tablespace, indexes_tablespace or both",
         ));
     }
-    let schema_exists = Spi::get_one_with_args::<bool>(
+    let schema_exists = read::one::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
         &[schema.clone().into()],
     );
@@ -1202,7 +1202,7 @@ fn restore(
     let (mine, others): (Vec<Step>, Vec<Step>) =
         plan(candidates).into_iter().partition(|s| s.rel.owned);
     for s in &others {
-        let owner = Spi::get_one_with_args::<String>(
+        let owner = read::one::<String>(
             "SELECT c.relowner::pg_catalog.regrole::text FROM pg_catalog.pg_class c WHERE c.oid = $1",
             &[s.rel.oid.into()],
         )
@@ -1284,7 +1284,7 @@ pub type LayoutRow = (
 pub fn layout(schema_name: Option<Name>) -> Vec<LayoutRow> {
     if let Some(schema) = &schema_name {
         // a typo is an error, as for apply_layout, not an empty answer
-        let exists = Spi::get_one_with_args::<bool>(
+        let exists = read::one::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
             &[schema.clone().into()],
         );

@@ -12,6 +12,7 @@ use pgrx::datum::JsonB;
 use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
+use super::read;
 use storlab_core::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
 use storlab_core::report::latency::run_percentiles;
 use storlab_core::report::sequential::{self, Comparison};
@@ -186,7 +187,7 @@ struct Sizes {
 
 /// The experiment as it was started (its layouts in order, baseline first).
 pub fn experiment_of(id: i64) -> Experiment {
-    let args = Spi::get_one_with_args::<JsonB>(
+    let args = read::one::<JsonB>(
         "SELECT (SELECT args FROM storlab.experiments WHERE id = $1)",
         &[id.into()],
     )

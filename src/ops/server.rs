@@ -4,6 +4,7 @@
 use std::ffi::CStr;
 use std::path::PathBuf;
 
+use super::read;
 use pgrx::prelude::*;
 
 pub fn hostname() -> String {
@@ -28,8 +29,9 @@ pub fn this_server() -> Vec<i64> {
     let own = system_identifier();
     let mut ids = vec![own];
     let listed = super::identity::as_owner(|| {
-        Spi::get_one::<Vec<i64>>(
+        read::one::<Vec<i64>>(
             "SELECT pg_catalog.array_agg(system_identifier) FROM storlab.server_identities",
+            &[],
         )
     })
     .ok()

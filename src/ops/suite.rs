@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
 use super::probe::{measure, scratch_dir};
+use super::read;
 use super::server::this_server;
 use super::settings::suite_file_cap;
 use super::targets::{all_targets, Target};
@@ -269,7 +270,7 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Result<Vec<FsyncRow>, 
             }
         };
         let (ops_per_s, mean, p99) = as_owner(|| {
-            Spi::get_three_with_args::<f64, f64, f64>(
+            read::three::<f64, f64, f64>(
                 "SELECT iops, lat_mean_us, lat_p99_us FROM storlab.probes WHERE id = $1",
                 &[id.into()],
             )

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, SqlState};
+use super::read;
 use super::server::{data_dir, version_dir};
 use storlab_core::error::invalid;
 
@@ -101,14 +102,15 @@ impl Target {
     /// front by the calls that probe several targets.
     pub fn check_may_write(&self) -> Result<(), Error> {
         let allowed = match (self.kind, self.oid) {
-            ("tablespace", Some(oid)) => Spi::get_one_with_args::<bool>(
+            ("tablespace", Some(oid)) => read::one::<bool>(
                 "SELECT $1 = (SELECT d.dattablespace FROM pg_catalog.pg_database d
                                WHERE d.datname = pg_catalog.current_database())
                         OR pg_catalog.has_tablespace_privilege($1, 'CREATE')",
                 &[oid.into()],
             ),
-            _ => Spi::get_one::<bool>(
+            _ => read::one::<bool>(
                 "SELECT pg_catalog.pg_has_role('pg_write_server_files', 'MEMBER')",
+                &[],
             ),
         }
         .map_err(spi("checking a privilege"))?
