@@ -1,0 +1,4 @@
+-- storlab 0.8.0 -> 0.9.0: answers on every server (hot standbys, read-only
+-- callers), online moves that give way to other sessions' DDL, and a fleet
+-- that keeps every row and no secret.
+-- One section per capability; each says what changed and why.
