@@ -30,6 +30,8 @@ pub enum SqlState {
     ObjectNotInPrerequisiteState,
     /// 25001: work that commits as it goes, called inside a transaction block
     ActiveSqlTransaction,
+    /// 25006: work that writes, on a hot standby or in a read-only transaction
+    ReadOnlySqlTransaction,
     /// 53100
     DiskFull,
     /// 53400
@@ -60,6 +62,7 @@ impl SqlState {
             SqlState::ObjectInUse => "55006",
             SqlState::ObjectNotInPrerequisiteState => "55000",
             SqlState::ActiveSqlTransaction => "25001",
+            SqlState::ReadOnlySqlTransaction => "25006",
             SqlState::DiskFull => "53100",
             SqlState::ConfigurationLimitExceeded => "53400",
             SqlState::QueryCanceled => "57014",

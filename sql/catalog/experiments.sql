@@ -96,10 +96,13 @@ SELECT e.id, e.name, CASE WHEN d.dead THEN 'failed' ELSE r.status END AS status,
  -- each experiment's job by its id (the fence keeps it a lookup per
  -- experiment: a filter on status would otherwise read every job)
  CROSS JOIN LATERAL (SELECT * FROM storlab.job_records j WHERE j.id = e.id OFFSET 0) r
+ -- (on a hot standby the job runs on the primary, whose workers this
+ -- server cannot see: its status is the replicated one)
  CROSS JOIN LATERAL (
-   SELECT (r.status IN ('running', 'cancelling')
+   SELECT NOT pg_catalog.pg_is_in_recovery() AND (
+          (r.status IN ('running', 'cancelling')
            AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
                             WHERE a.pid = r.worker_pid AND a.backend_type = 'storlab job'
                               AND a.backend_start <= r.started_at))
-       OR (r.status = 'queued' AND r.created_at < pg_catalog.statement_timestamp() - interval '2 minutes') AS dead) d;
+       OR (r.status = 'queued' AND r.created_at < pg_catalog.statement_timestamp() - interval '2 minutes')) AS dead) d;
 COMMENT ON VIEW storlab.experiments IS 'Every storlab experiment: its status, progress and where its relations were left';

@@ -162,8 +162,13 @@ GRANT EXECUTE ON FUNCTION storlab.recommend() TO pg_monitor;
 GRANT SELECT ON storlab.experiments, storlab.experiment_records, storlab.experiment_sizes TO pg_monitor;
 
 -- Pruning deletes stored results: CALL storlab.prune() (sql/catalog/prune.sql)
--- checks its caller through prune_cutoff, which deletes nothing itself.
+-- checks its caller through prune_cutoff, which deletes nothing itself:
+-- anyone may call it, so that a role granted EXECUTE on prune is told
+-- storlab's own 42501 (who may prune) rather than PostgreSQL's
+-- "permission denied for function prune_cutoff", an internal name. (The
+-- REVOKE first, as 0.8.0 had it: an updated install gets the same ACL.)
 REVOKE ALL ON FUNCTION storlab.prune_cutoff(interval, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.prune_cutoff(interval, boolean) TO PUBLIC;
 
 -- Merged percentiles of stored histograms: read-only reports, as the caller.
 REVOKE ALL ON FUNCTION storlab.probe_latency(bigint[], double precision[]) FROM PUBLIC;

@@ -127,11 +127,14 @@ SELECT j.id, j.kind,
             ELSE j.error END,
        j.detail
   FROM (SELECT r.*,
+               -- on a hot standby a job runs on the primary, whose workers
+               -- this server cannot see: its status is the replicated one
+               NOT pg_catalog.pg_is_in_recovery() AND (
                (r.status IN ('running', 'cancelling')
                 AND NOT EXISTS (SELECT FROM pg_catalog.pg_stat_activity a
                                  WHERE a.pid = r.worker_pid AND a.backend_type = 'storlab job'
                                    AND a.backend_start <= r.started_at))
-               OR (r.status = 'queued' AND r.created_at < pg_catalog.statement_timestamp() - interval '2 minutes') AS dead
+               OR (r.status = 'queued' AND r.created_at < pg_catalog.statement_timestamp() - interval '2 minutes')) AS dead
           FROM storlab.job_records r
          WHERE r.status IN ('queued', 'running', 'cancelling')) j;
-COMMENT ON VIEW storlab.jobs IS 'Every storlab job with its status as of now: a job whose worker is gone is failed';
+COMMENT ON VIEW storlab.jobs IS 'Every storlab job with its status as of now: a job whose worker is gone is failed (on a hot standby, the status replicated from the primary)';

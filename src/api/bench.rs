@@ -55,6 +55,7 @@ fn bench_init(
     index_tablespace: default!(Option<Name>, "NULL"),
     partitions: default!(Option<i32>, 0),
 ) -> i64 {
+    crate::ops::standby::refuse_writes("start a bench_init job").or_raise();
     let request = BenchInit::new(
         required(scale, "scale"),
         required(fillfactor, "fillfactor"),
@@ -83,6 +84,7 @@ fn bench_start(
     label: default!(Option<String>, "NULL"),
     options: default!(Option<JsonB>, "'{}'"),
 ) -> i64 {
+    crate::ops::standby::refuse_writes("start a benchmark job").or_raise();
     let mut request = BenchRun::new(
         required(script, "script"),
         required(clients, "clients"),
@@ -136,6 +138,7 @@ fn bench_start(
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> i64 {
+    crate::ops::standby::refuse_writes("move indexes online").or_raise();
     let relation = required(relation, "relation");
     let tablespace = required(tablespace, "tablespace");
     relocate::check_movable(relation.0).or_raise();
@@ -224,6 +227,7 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn cancel(job_id: Option<i64>) -> bool {
+    crate::ops::standby::refuse_writes("cancel a job").or_raise();
     jobs::cancel(required(job_id, "job_id"))
 }
 
@@ -234,6 +238,7 @@ fn cancel(job_id: Option<i64>) -> bool {
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn stop_now(job_id: Option<i64>) -> bool {
+    crate::ops::standby::refuse_writes("stop a job").or_raise();
     jobs::stop_now(required(job_id, "job_id"))
 }
 

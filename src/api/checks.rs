@@ -40,6 +40,7 @@ fn check(
         name!(probe_ids, Vec<i64>),
     ),
 > {
+    crate::ops::standby::measuring();
     let tablespace = required(tablespace, "tablespace");
     let item = args::workload(&required(workload, "workload")).or_raise();
     let metric = args::metric(&required(metric, "metric")).or_raise();
@@ -66,6 +67,7 @@ fn baseline(
     duration: default!(Option<Interval>, "'2 seconds'"),
     repetitions: default!(Option<i32>, 5),
 ) -> i64 {
+    crate::ops::standby::refuse_writes("take a baseline").or_raise();
     let label = required(label, "label");
     let label = args::label(&label).or_raise();
     let duration = duration_of(duration);
@@ -102,6 +104,7 @@ fn regressions(
         name!(description, String),
     ),
 > {
+    crate::ops::standby::measuring();
     let label = required(baseline, "baseline");
     let max_change_pct =
         args::max_change_pct(required(max_change_pct, "max_change_pct")).or_raise();

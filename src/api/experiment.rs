@@ -31,6 +31,7 @@ fn experiment_start(
     fillfactors: default!(Option<Vec<Option<i32>>>, "'{100}'"),
     options: default!(Option<JsonB>, "'{}'"),
 ) -> i64 {
+    crate::ops::standby::refuse_writes("start an experiment").or_raise();
     let layouts = required(layouts, "layouts").0;
     let options = required(options, "options").0;
     let e = Experiment::new(Args {
@@ -57,6 +58,7 @@ fn experiment_start(
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn experiment_resume(experiment_id: Option<i64>) -> i64 {
+    crate::ops::standby::refuse_writes("resume an experiment").or_raise();
     experiment::resume(required(experiment_id, "experiment_id"))
 }
 

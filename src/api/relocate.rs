@@ -35,6 +35,10 @@ fn move_relation_or_online(
     dry_run: default!(Option<bool>, false),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    if dry_run != Some(true) {
+        // a dry run only plans: it works on a standby too
+        crate::ops::standby::refuse_writes("move a relation").or_raise();
+    }
     let relation = required(relation, "relation");
     let tablespace = required(tablespace, "tablespace");
     let timeout = timeout_of(lock_timeout);
@@ -61,6 +65,10 @@ fn apply_layout_or_online(
     dry_run: default!(Option<bool>, false),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    if dry_run != Some(true) {
+        // a dry run only plans: it works on a standby too
+        crate::ops::standby::refuse_writes("apply a layout").or_raise();
+    }
     let schema = required(schema_name, "schema_name");
     let timeout = timeout_of(lock_timeout);
     SetOfIterator::new(relocate::apply_layout(
@@ -85,6 +93,7 @@ fn restore_layout_or_online(
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    crate::ops::standby::refuse_writes("restore a layout").or_raise();
     let at = required(at, "at");
     let timeout = timeout_of(lock_timeout);
     SetOfIterator::new(relocate::restore_layout(
@@ -103,6 +112,7 @@ fn undo_batch_or_online(
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    crate::ops::standby::refuse_writes("undo a batch of moves").or_raise();
     let batch = required(batch_id, "batch_id");
     let timeout = timeout_of(lock_timeout);
     SetOfIterator::new(relocate::undo_batch(

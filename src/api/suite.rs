@@ -47,6 +47,7 @@ fn fsync_cost(
         name!(lat_p99_us, Option<f64>),
     ),
 > {
+    crate::ops::standby::measuring();
     let target = resolve(required(tablespace, "tablespace").as_str()).or_raise();
     let duration = duration_of(duration);
     let rows = suite::fsync_cost(&target, duration).or_raise();
@@ -78,6 +79,7 @@ fn profile(
     iodepths: default!(Option<Vec<Option<i32>>>, "'{1}'"),
     precision_pct: default!(Option<f32>, 5),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
+    crate::ops::standby::measuring();
     let run = SuiteRun {
         duration: duration_of(duration),
         precision_pct: precision_of(precision_pct),
@@ -129,6 +131,7 @@ fn compare_tablespaces(
         name!(probed_at, Option<TimestampWithTimeZone>),
     ),
 > {
+    crate::ops::standby::measuring();
     let max_age = required(max_age, "max_age");
     if interval_micros(&max_age) <= 0 {
         raise(invalid("max_age must be positive, e.g. '1 day'"));

@@ -12,6 +12,7 @@ use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
 use super::read;
 use super::server::{hostname, system_identifier, this_server};
+use super::standby;
 use super::suite::{item_args, measure_item, suite_file_once, SuiteRun, ITEM_PROBES};
 use super::targets::{all_targets, check_may_write_all, resolve, Target};
 use crate::sqltypes::Name;
@@ -37,12 +38,14 @@ fn young_probes(target: &Target, item: &SuiteItem, n: usize) -> Vec<i64> {
     args.push(this_server().into());
     args.push((CHECK_REUSE_SECS as f64).into());
     args.push((n as i64).into());
+    args.push(standby::probes_arg());
     probe_ids(
         &format!(
-            "SELECT id FROM storlab.probes
+            "SELECT id FROM {}
               WHERE {ITEM_PROBES} AND system_identifier = ANY($6)
                 AND started_at > pg_catalog.now() - pg_catalog.make_interval(secs => $7)
-              ORDER BY started_at DESC LIMIT $8"
+              ORDER BY started_at DESC LIMIT $8",
+            standby::probes_from(9)
         ),
         &args,
     )
@@ -78,14 +81,15 @@ pub fn check_probes(
     ids
 }
 
-/// The values of one metric of stored probes, in id order (NULLs skipped).
+/// The values of one metric of probes measured by this server, in id order
+/// (NULLs skipped): stored ones, or on a standby this session's.
 pub fn metric_values(ids: &[i64], metric: Metric) -> Vec<f64> {
-    metric_values_of("storlab.probes", None, ids, metric)
+    metric_values_of(&standby::probes_from(3), None, ids, metric)
 }
 
 /// The values of one metric of the probes `ids` of `table` (storlab.probes,
-/// or a fleet server's copies of `node` in storlab.fleet_probes), in id
-/// order (NULLs skipped).
+/// a standby's unstored probes given as `$3`, or a fleet server's copies of
+/// `node` in storlab.fleet_probes), in id order (NULLs skipped).
 fn metric_values_of(
     table: &str,
     node: Option<pgrx::datum::Uuid>,
@@ -100,7 +104,7 @@ fn metric_values_of(
                     metric.as_str()
                 ),
                 None,
-                &[ids.to_vec().into(), node.into()],
+                &[ids.to_vec().into(), node.into(), standby::probes_arg()],
             )?
             .map(|r| r.get::<f64>(1))
             .filter_map(|v| v.transpose())
@@ -291,7 +295,9 @@ impl Baseline {
     /// One metric of the baseline's probes `ids`.
     fn values(&self, ids: &[i64], metric: Metric) -> Vec<f64> {
         match self {
-            Baseline::Local(_) => metric_values(ids, metric),
+            // the stored probes, also on a standby (where the figures
+            // measured now are the session's own)
+            Baseline::Local(_) => metric_values_of("storlab.probes", None, ids, metric),
             Baseline::Fleet { node, .. } => {
                 metric_values_of("storlab.fleet_probes", Some(*node), ids, metric)
             }

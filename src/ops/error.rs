@@ -22,6 +22,7 @@ fn pg_code(state: SqlState) -> PgSqlErrorCode {
         SqlState::ObjectInUse => ERRCODE_OBJECT_IN_USE,
         SqlState::ObjectNotInPrerequisiteState => ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         SqlState::ActiveSqlTransaction => ERRCODE_ACTIVE_SQL_TRANSACTION,
+        SqlState::ReadOnlySqlTransaction => ERRCODE_READ_ONLY_SQL_TRANSACTION,
         SqlState::DiskFull => ERRCODE_DISK_FULL,
         SqlState::ConfigurationLimitExceeded => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
         SqlState::QueryCanceled => ERRCODE_QUERY_CANCELED,

@@ -49,7 +49,28 @@ fn launch(job_id: i64, restarted: bool) -> Result<(), String> {
 /// The runs the dead job was measuring end too (the time it was found
 /// dead: the run ended before it), marked invalid, and an experiment's row
 /// says where it stopped, as when its worker ends it (jobs::finish_with).
+///
+/// Only when there is one, and only where this transaction can write: the
+/// readers that call this (job_status, a wait) must assign no transaction
+/// id to find nothing, and on a standby the jobs are the primary's.
 pub fn sweep_dead_jobs() {
+    if !super::standby::can_write() {
+        return;
+    }
+    let any_dead = as_owner(|| {
+        read::one::<bool>(
+            "SELECT EXISTS (SELECT FROM storlab.jobs v
+                             WHERE v.status = 'failed'
+                               AND v.id = ANY (ARRAY(SELECT u.id FROM storlab.job_records u
+                                                      WHERE u.status IN ('queued', 'running', 'cancelling'))))",
+            &[],
+        )
+    })
+    .map_err(spi("checking storlab.jobs"))
+    .or_raise();
+    if any_dead != Some(true) {
+        return;
+    }
     as_owner(|| {
         Spi::run(
             "WITH dead AS (

@@ -23,5 +23,6 @@ pub mod relocate;
 pub mod report;
 pub mod server;
 pub mod settings;
+pub mod standby;
 pub mod suite;
 pub mod targets;

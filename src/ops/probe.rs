@@ -3,7 +3,7 @@
 //! polls for cancel), and the stored row, written as the extension's owner.
 
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use pgrx::datum::JsonB;
 use pgrx::heap_tuple::PgHeapTuple;
@@ -16,10 +16,11 @@ use super::identity::as_owner;
 use super::read;
 use super::server::{hostname, system_identifier};
 use super::settings::min_free_bytes;
+use super::standby;
 use super::targets::Target;
-use crate::sqltypes::Name;
 use storlab_core::env;
 use storlab_core::probe::{self as engine, ProbeError, ProbeSpec};
+use storlab_core::record::{self, Record};
 use storlab_core::request::probe::ProbeArgs;
 
 /// Scratch folders this backend has written to. A backend that leaves through
@@ -234,8 +235,10 @@ pub fn measure(
     label: Option<&str>,
     suite: Option<&str>,
 ) -> Result<i64, Error> {
-    // the caller's right to write there, and a folder to write into, before
+    // a place for the figures (25006 in a read-only transaction), the
+    // caller's right to write there, and a folder to write into, before
     // anything waits or writes
+    standby::check_probes_can_be_kept()?;
     target.check_may_write()?;
     target.check_folder()?;
     let dir = scratch_dir(target);
@@ -283,10 +286,7 @@ pub fn measure(
         }
     }
     let env = facts_json(target, &facts);
-    let started = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64();
+    let started = SystemTime::now();
     // The engine's threads do the I/O; this (the backend's only PostgreSQL
     // thread) waits on its latch and checks for cancel and
     // statement_timeout. A pending cancel raises its ERROR right there; the
@@ -339,72 +339,69 @@ pub fn measure(
     let histogram = h
         .to_bytes()
         .map_err(|e| Error::new(SqlState::Internal, e.to_string()))?;
-    let location = dir.display().to_string();
+    let probe = record::Probe {
+        tablespace: target.name.clone(),
+        location: dir.display().to_string(),
+        workload: spec.workload.as_str().into(),
+        block_size: spec.block_size as i32,
+        workers: spec.workers as i32,
+        direct: result.direct,
+        sync_method: spec.sync.as_str().into(),
+        writes_per_sync: spec.writes_per_sync as i32,
+        file_size: spec.file_size as i64,
+        duration_s: secs,
+        ops: result.ops as i64,
+        bytes: result.bytes as i64,
+        iops: result.ops as f64 / secs,
+        mib_s: result.bytes as f64 / secs / (1024.0 * 1024.0),
+        lat_mean_us: lat_mean,
+        lat_p50_us: p50,
+        lat_p90_us: p90,
+        lat_p99_us: p99,
+        lat_p999_us: p999,
+        lat_max_us: max,
+        histogram: record::bytea_hex(&histogram),
+        env,
+        label: label.map(str::to_owned),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+        started_at: record::timestamp_text(started),
+        suite: suite.map(str::to_owned),
+        iodepth: spec.iodepth as i32,
+        engine: spec.engine.as_str().into(),
+        precision_pct: spec.precision_pct,
+        iops_ci95_pct: result.iops_ci95_pct,
+    };
+    if standby::in_recovery() {
+        return Ok(standby::keep_unstored(&probe));
+    }
     let id = as_owner(|| {
-        Spi::connect_mut(|c| {
-        c.update(
-            "INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method,
-                 writes_per_sync, file_size, duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us,
-                 lat_p90_us, lat_p99_us, lat_p999_us, lat_max_us, histogram, env, label, system_identifier,
-                 hostname, started_at, suite, iodepth, engine, precision_pct, iops_ci95_pct)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-                     $21, $22, $23, $24, $25, pg_catalog.to_timestamp($26), $27, $28, $29, $30, $31)
-             RETURNING id",
-            None,
-            &[
-                Name(target.name.clone()).into(),
-                location.into(),
-                spec.workload.as_str().into(),
-                (spec.block_size as i32).into(),
-                (spec.workers as i32).into(),
-                result.direct.into(),
-                spec.sync.as_str().into(),
-                (spec.writes_per_sync as i32).into(),
-                (spec.file_size as i64).into(),
-                secs.into(),
-                (result.ops as i64).into(),
-                (result.bytes as i64).into(),
-                (result.ops as f64 / secs).into(),
-                (result.bytes as f64 / secs / (1024.0 * 1024.0)).into(),
-                lat_mean.into(),
-                p50.into(),
-                p90.into(),
-                p99.into(),
-                p999.into(),
-                max.into(),
-                histogram.into(),
-                JsonB(env).into(),
-                label.map(str::to_owned).into(),
-                system_identifier().into(),
-                hostname().into(),
-                started.into(),
-                suite.map(str::to_owned).into(),
-                (spec.iodepth as i32).into(),
-                spec.engine.as_str().into(),
-                spec.precision_pct.into(),
-                result.iops_ci95_pct.into(),
-            ],
-        )?
-        .first()
-        .get_one::<i64>()
+        let sql = super::record::insert_sql(&probe, &[])?;
+        Spi::get_one_with_args::<i64>(
+            &format!("WITH stored AS ({sql}) SELECT (stored.r).id FROM stored"),
+            &[JsonB(probe.to_json()).into()],
+        )
     })
-    .map_err(spi("storing the probe"))
-    .or_raise()
-    .expect("INSERT ... RETURNING id returns the id")
-    });
+    .map_err(spi("storing the probe"))?
+    .expect("INSERT ... RETURNING returns the row");
     Ok(id)
 }
 
 pub type ProbeRow = PgHeapTuple<'static, AllocatedByRust>;
 
-/// The stored rows, in id order, as values of the table's row type.
+/// The probes `ids`, in the order measured, as values of the table's row
+/// type (on a standby, this session's unstored ones).
 pub fn fetch_rows(ids: &[i64]) -> Vec<ProbeRow> {
     as_owner(|| {
         Spi::connect(|c| {
+            // (a standby's unstored ids are negative: -1 first)
             c.select(
-                "SELECT p FROM storlab.probes p WHERE p.id = ANY($1) ORDER BY p.id",
+                &format!(
+                    "SELECT p FROM {} p WHERE p.id = ANY($1) ORDER BY pg_catalog.abs(p.id)",
+                    standby::probes_from(2)
+                ),
                 None,
-                &[ids.to_vec().into()],
+                &[ids.to_vec().into(), standby::probes_arg()],
             )?
             .map(|row| row.get::<ProbeRow>(1).map(|t| t.expect("a stored row")))
             .collect::<Result<Vec<_>, _>>()

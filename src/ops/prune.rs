@@ -33,6 +33,10 @@ pub fn cutoff(older_than: Interval, dry_run: bool) -> TimestampWithTimeZone {
         ))
         .raise();
     }
+    if !dry_run {
+        // a dry run only counts: it works on a standby too
+        super::standby::refuse_writes("prune stored results").or_raise();
+    }
     // SAFETY: a plain read of the transaction state.
     if !dry_run && unsafe { pg_sys::IsTransactionBlock() } {
         Error::new(

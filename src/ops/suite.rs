@@ -13,6 +13,7 @@ use super::probe::{measure, scratch_dir};
 use super::read;
 use super::server::this_server;
 use super::settings::suite_file_cap;
+use super::standby;
 use super::targets::{all_targets, Target};
 use crate::sqltypes::Name;
 use storlab_core::env;
@@ -271,8 +272,11 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Result<Vec<FsyncRow>, 
         };
         let (ops_per_s, mean, p99) = as_owner(|| {
             read::three::<f64, f64, f64>(
-                "SELECT iops, lat_mean_us, lat_p99_us FROM storlab.probes WHERE id = $1",
-                &[id.into()],
+                &format!(
+                    "SELECT iops, lat_mean_us, lat_p99_us FROM {} WHERE id = $1",
+                    standby::probes_from(2)
+                ),
+                &[id.into(), standby::probes_arg()],
             )
             .map_err(spi("reading a stored probe"))
             .or_raise()
@@ -346,6 +350,10 @@ fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest
     let mut args = item_args(&target.name, item);
     args.push(this_server().into());
     args.push(max_age.into());
+    args.push(standby::probes_arg());
+    // on a standby, only this session's own measurements: the replicated
+    // rows are the primary's storage
+    let probes = standby::probes_from(8);
     as_owner(|| {
         Spi::connect(|c| {
             let mut rows = c.select(
@@ -353,12 +361,12 @@ fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest
                     // one worker at the item's depth first, else as many
                     // psync workers: each the newest through probes_lookup
                     "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at FROM (
-                       (SELECT 0 AS preference, * FROM storlab.probes
+                       (SELECT 0 AS preference, * FROM {probes}
                          WHERE {ITEM_PROBES} AND workers = 1 AND iodepth = $5
                            AND system_identifier = ANY($6) AND started_at > pg_catalog.now() - $7
                          ORDER BY started_at DESC LIMIT 1)
                        UNION ALL
-                       (SELECT 1, * FROM storlab.probes
+                       (SELECT 1, * FROM {probes}
                          WHERE {ITEM_PROBES} AND workers = $5 AND iodepth = 1
                            AND system_identifier = ANY($6) AND started_at > pg_catalog.now() - $7
                          ORDER BY started_at DESC LIMIT 1)) newest

@@ -7,6 +7,8 @@
 //! creation time) on INSERT and their values on UPDATE.
 //!
 //! - [`Relocation`]: one row of storlab.relocations (a move, or a plan's row)
+//! - [`Probe`]: one row of storlab.probes (stored, or on a hot standby kept
+//!   in the session only)
 //! - [`Counters`]: the server's cumulative counters a run reads at its start
 //!   and end; [`Counters::delta`] gives a run's [`RunCounters`]
 //! - [`RunResult`]: what a measured run stores in its storlab.bench_runs row
@@ -17,11 +19,13 @@ use serde::Serialize;
 
 mod counters;
 mod experiment;
+mod probe;
 mod relocation;
 pub mod snapshot_sql;
 
 pub use counters::{Counters, RunCounters, RunResult};
 pub use experiment::{ExperimentProgress, ExperimentRecord, ExperimentWalStop};
+pub use probe::{bytea_hex, timestamp_text, Probe};
 pub use relocation::Relocation;
 
 /// A row of one of storlab's tables, written by column name.
@@ -150,6 +154,7 @@ mod tests {
     #[test]
     fn every_record_names_plain_columns_once() {
         plain::<Relocation>();
+        plain::<Probe>();
         plain::<RunResult>();
         plain::<ExperimentRecord>();
         plain::<ExperimentProgress>();
