@@ -70,3 +70,15 @@ SELECT e.id, e.name, CASE WHEN d.dead THEN 'failed' ELSE r.status END AS status,
                               AND a.backend_start <= r.started_at))
        OR (r.status = 'queued' AND r.created_at < pg_catalog.statement_timestamp() - interval '2 minutes')) AS dead) d;
 COMMENT ON VIEW storlab.experiments IS 'Every storlab experiment: its status, progress and where its relations were left';
+
+-- ---- on a hot standby, or in a read-only transaction ----
+-- The refusal every path that writes makes there (25006, before it does
+-- anything), for the PL/pgSQL functions that write (the fleet's). Anyone
+-- may call it: it only raises.
+CREATE FUNCTION storlab."check_writable"(
+	"what" TEXT /* core::option::Option<alloc::string::String> */
+) RETURNS void
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'check_writable_wrapper';

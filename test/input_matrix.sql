@@ -23,7 +23,7 @@ CREATE EXTENSION IF NOT EXISTS postgres_fdw;
 SET storlab.max_probe_duration = '1s';
 SET storlab.suite_file_size = '4MB';
 SET client_min_messages = warning;
-SELECT plan(10);
+SELECT plan(11);
 
 CREATE TABLE public.matrix_t (id int PRIMARY KEY);
 CREATE TEMP TABLE before AS
@@ -117,10 +117,12 @@ SELECT DISTINCT f.proname, format('storlab.%I(%s)', f.proname, coalesce((
   FROM f
   LEFT JOIN LATERAL (SELECT a.i, x.v FROM arg a JOIN vals x ON x.type = a.types[a.i] WHERE a.oid = f.oid) v ON true;
 
--- Every call is made three times: by the superuser; by a role holding
--- EXECUTE on every function but CREATE on no tablespace (its probes,
--- baselines and moves must be refused, 42501, never run); and by a role
--- with no grant at all.
+-- Every call is made four times: by the superuser; by the superuser in a
+-- read-only transaction (what writes is refused, 25006, before it runs:
+-- a probe measures nothing it could not store); by a role holding EXECUTE
+-- on every function but CREATE on no tablespace (its probes, baselines and
+-- moves must be refused, 42501, never run); and by a role with no grant at
+-- all.
 CREATE TEMP TABLE outcomes (as_role text, call text, state text, message text);
 SET client_min_messages = error;
 DROP ROLE IF EXISTS matrix_executor;
@@ -131,22 +133,28 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA storlab TO matrix_executor;
 CREATE ROLE matrix_nobody;
 GRANT SELECT ON calls TO matrix_executor, matrix_nobody;
 GRANT INSERT ON outcomes TO matrix_executor, matrix_nobody;
-CREATE FUNCTION pg_temp.run_calls(who text) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION pg_temp.run_calls(who text, read_only boolean DEFAULT false) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE c record; st text; msg text;
 BEGIN
   EXECUTE format('SET LOCAL ROLE %I', who);
   FOR c IN SELECT call FROM calls ORDER BY call LOOP
     BEGIN
+      -- read-only for this call's subtransaction only: its rollback
+      -- brings read-write back for the outcome's row
+      IF read_only THEN
+        PERFORM set_config('transaction_read_only', 'on', true);
+      END IF;
       EXECUTE format('SELECT count(*) FROM %s', c.call);
       RAISE EXCEPTION 'worked' USING ERRCODE = 'P0001';
     EXCEPTION WHEN OTHERS THEN
       GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
-      INSERT INTO outcomes VALUES (who, c.call, st, msg);
+      INSERT INTO outcomes VALUES (CASE WHEN read_only THEN who || ' (read only)' ELSE who END, c.call, st, msg);
     END;
   END LOOP;
   RESET ROLE;
 END $$;
 SELECT pg_temp.run_calls(current_user);
+SELECT pg_temp.run_calls(current_user, read_only => true);
 SELECT pg_temp.run_calls('matrix_executor');
 SELECT pg_temp.run_calls('matrix_nobody');
 
@@ -173,6 +181,12 @@ SELECT is((SELECT string_agg(format('%s -> %s %s', o.call, o.state, left(o.messa
               AND o.call ~ '^storlab\.(probe|fsync_cost|profile|baseline|regressions)\('
               AND o.call ~ '''lab_'),
           NULL, 'a role without CREATE on the lab''s tablespaces probes none of them (42501 instead)');
+SELECT is((SELECT string_agg(format('%s -> %s %s', o.call, o.state, left(o.message, 100)), E'\n' ORDER BY o.call)
+             FROM outcomes o
+            WHERE o.as_role LIKE '% (read only)' AND o.state = 'P0001'
+              AND o.call ~ '^storlab\.(probe|fsync_cost|profile|baseline|regressions|move|apply_layout|restore_layout|undo_batch|bench_init|bench_start|move_indexes_online|experiment_start|experiment_resume|cancel|stop_now)\('
+              AND o.call !~ 'dry_run => true'),
+          NULL, 'in a read-only transaction nothing that must measure, move or start a job works (25006 instead)');
 SELECT is((SELECT string_agg(DISTINCT o.state, ',') FROM outcomes o JOIN calls c USING (call)
             WHERE o.as_role = 'matrix_nobody'
               AND NOT EXISTS (SELECT FROM pg_proc p WHERE p.proname = c.proname AND p.pronamespace = 'storlab'::regnamespace

@@ -10,7 +10,6 @@ use pgrx::prelude::*;
 use super::interval_micros;
 use crate::ops::error::{invalid, required, spi, Error, OrRaise, Raise, SqlState};
 use crate::ops::identity::as_owner;
-use crate::ops::read;
 use crate::ops::server::{hostname, system_identifier};
 use crate::ops::{jobs, relocate, settings};
 use crate::sqltypes::{Name, RegClass};
@@ -143,7 +142,7 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
     let tablespace = required(tablespace, "tablespace");
     relocate::check_movable(relation.0).or_raise();
     relocate::check_target(tablespace.as_str()).or_raise();
-    let (kind, owned, name) = read::three::<String, bool, String>(
+    let (kind, owned, name) = Spi::get_three_with_args::<String, bool, String>(
         "SELECT c.relkind::text, pg_catalog.pg_has_role(c.relowner, 'USAGE'),
                 pg_catalog.format('%I.%I', n.nspname, c.relname)
            FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -179,7 +178,7 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
     .or_raise();
     // What the job (another session, REINDEX CONCURRENTLY) cannot do is
     // refused or said here, before anything runs.
-    let (temporary, stays, movable) = read::three::<bool, String, i64>(
+    let (temporary, stays, movable) = Spi::get_three_with_args::<bool, String, i64>(
         "SELECT c.relpersistence = 't',
                 (SELECT pg_catalog.string_agg(pg_catalog.format('%I.%I', n.nspname, ic.relname), ', ' ORDER BY ic.relname)
                    FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid

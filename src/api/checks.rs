@@ -40,7 +40,9 @@ fn check(
         name!(probe_ids, Vec<i64>),
     ),
 > {
-    crate::ops::standby::measuring();
+    // on a standby: its own storage, unstored (it probes only what it has
+    // no young figures of, so a read-only transaction is refused only then)
+    crate::ops::standby::notice_unstored();
     let tablespace = required(tablespace, "tablespace");
     let item = args::workload(&required(workload, "workload")).or_raise();
     let metric = args::metric(&required(metric, "metric")).or_raise();

@@ -14,6 +14,7 @@ pub mod prune;
 pub mod read_path;
 pub mod relocate;
 pub mod samples;
+pub mod standby;
 pub mod suite;
 pub mod tablespaces;
 

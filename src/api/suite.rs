@@ -131,7 +131,9 @@ fn compare_tablespaces(
         name!(probed_at, Option<TimestampWithTimeZone>),
     ),
 > {
-    crate::ops::standby::measuring();
+    // on a standby: its own storage, unstored (it probes only what it has
+    // no young figures of, so a read-only transaction is refused only then)
+    crate::ops::standby::notice_unstored();
     let max_age = required(max_age, "max_age");
     if interval_micros(&max_age) <= 0 {
         raise(invalid("max_age must be positive, e.g. '1 day'"));

@@ -298,20 +298,21 @@ struct Row {
 fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
     let start = Instant::now();
     loop {
-        // the creator's status first, then the row: a creator seen as
-        // committed has its row visible to the read that follows (each
-        // statement takes a new snapshot)
-        let (row, creator_status) = bookkeeping(|| {
-            let status = match creator {
-                Some(xid) => read::one::<String>(
+        // the creator's status first, then the row, in a transaction of
+        // its own: a creator seen as committed has its row visible to the
+        // snapshot that transaction takes (the reads ask for no xid, so
+        // they share their transaction's snapshot, taken before the status
+        // was read)
+        let creator_status = match creator {
+            Some(xid) => bookkeeping(|| {
+                read::one::<String>(
                     "SELECT pg_catalog.pg_xact_status($1::text::xid8)",
                     &[xid.to_string().into()],
-                )?,
-                None => None,
-            };
-            let row = read_job(job_id)?;
-            Ok((row, status))
-        });
+                )
+            }),
+            None => None,
+        };
+        let row = bookkeeping(|| read_job(job_id));
         match creator_status.as_deref() {
             // a job started again (experiment_resume) has its row visible
             // all along, as it was before: wait for the UPDATE to commit

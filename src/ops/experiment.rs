@@ -13,7 +13,6 @@ use pgrx::prelude::*;
 use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{self, as_owner};
 use super::jobs;
-use super::read;
 use super::record;
 use super::relocate::check_target;
 use super::report;
@@ -28,7 +27,7 @@ use storlab_core::request::job::JobSpec;
 /// it; returns its id (the job's).
 pub fn start(mut e: Experiment) -> i64 {
     // a part a layout omits has one stated place for every run of it
-    let default_tablespace = read::one::<String>(
+    let default_tablespace = Spi::get_one_with_args::<String>(
         "SELECT t.spcname::text FROM pg_catalog.pg_database d
            JOIN pg_catalog.pg_tablespace t ON t.oid = d.dattablespace
           WHERE d.datname = pg_catalog.current_database()",
@@ -99,7 +98,7 @@ pub fn start(mut e: Experiment) -> i64 {
 /// others (and stops again if pg_wal has not moved). Returns its id.
 pub fn resume(experiment_id: i64) -> i64 {
     let done_may_go_on = as_owner(|| {
-        let (waits_for_wal, fewer_runs, sequential) = read::three::<bool, bool, bool>(
+        let (waits_for_wal, fewer_runs, sequential) = Spi::get_three_with_args::<bool, bool, bool>(
             "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1 AND wal_needed IS NOT NULL),
                  -- fewer cells with a valid measured run than the experiment has
                  -- (a run marked invalid, since a finished job measured every cell)
@@ -146,7 +145,7 @@ fn check_placement(layout: &str, p: &Placement) {
     }
     // only a filesystem is named: the tablespace must exist, nothing is created in it
     if let Some(wal) = &p.wal {
-        let found = read::one::<bool>(
+        let found = Spi::get_one_with_args::<bool>(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_tablespace WHERE spcname = $1)",
             &[Name(wal.clone()).into()],
         )
@@ -170,7 +169,7 @@ fn check_placement(layout: &str, p: &Placement) {
 /// accepts; checked here so that a typo fails the call, not the job an
 /// hour later.
 fn check_setting(layout: &str, name: &str, value: &str) {
-    let context = read::one::<String>(
+    let context = Spi::get_one_with_args::<String>(
         "SELECT (SELECT context FROM pg_catalog.pg_settings WHERE name = pg_catalog.lower($1))",
         &[name.into()],
     )

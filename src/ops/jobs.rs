@@ -340,7 +340,7 @@ fn latest_snapshot_pairs(
 pub fn check_pgbench_tables_complete(schema: &str) -> Result<(), Error> {
     // every table a pgbench script uses (pgbench_history takes the
     // tpcb-like inserts): one missing fails every run
-    let missing = read::one::<String>(
+    let missing = Spi::get_one_with_args::<String>(
         "SELECT pg_catalog.string_agg(t, ', ' ORDER BY t)
            FROM pg_catalog.unnest(ARRAY['pgbench_accounts', 'pgbench_branches', 'pgbench_history', 'pgbench_tellers']) t
           WHERE pg_catalog.to_regclass(pg_catalog.format('%I.%I', $1, t)) IS NULL",
@@ -354,7 +354,7 @@ pub fn check_pgbench_tables_complete(schema: &str) -> Result<(), Error> {
         )
         .with_hint("Make them again with SELECT storlab.bench_init()."));
     }
-    let complete = read::one::<bool>(
+    let complete = Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_index i
                          WHERE i.indrelid = pg_catalog.to_regclass(pg_catalog.format('%I.pgbench_accounts', $1))
                            AND i.indisprimary AND i.indisvalid)",
@@ -409,7 +409,7 @@ pub fn start(spec: JobSpec) -> i64 {
 pub fn restart(job_id: i64, kind: &str, done_may_resume: bool) {
     sweep_dead_jobs();
     let row = as_owner(|| {
-        read::three::<String, String, String>(
+        Spi::get_three_with_args::<String, String, String>(
             "SELECT j.kind, j.status, j.role::text
                FROM (SELECT) one LEFT JOIN storlab.jobs j ON j.id = $1",
             &[job_id.into()],
@@ -532,7 +532,7 @@ pub fn checkpoint_option(mut options: RunOptions) -> RunOptions {
 /// pg_signal_backend those of any role but a superuser, a superuser all.
 fn may_cancel(job_id: i64) -> Result<(), Error> {
     let role = as_owner(|| {
-        read::one::<String>(
+        Spi::get_one_with_args::<String>(
             "SELECT role::text FROM storlab.job_records WHERE id = $1",
             &[job_id.into()],
         )
@@ -607,7 +607,7 @@ pub fn cancel(job_id: i64) -> bool {
 pub fn stop_now(job_id: i64) -> bool {
     // the caller's own job (no such job: false, below) needs no other right
     let role = as_owner(|| {
-        read::one::<String>(
+        Spi::get_one_with_args::<String>(
             "SELECT (SELECT role::text FROM storlab.job_records WHERE id = $1)",
             &[job_id.into()],
         )
@@ -623,7 +623,7 @@ pub fn stop_now(job_id: i64) -> bool {
         .raise();
     }
     let pid = as_owner(|| {
-        read::one::<i32>(
+        Spi::get_one_with_args::<i32>(
             // one row always: no such job (or one not running) is no pid
             "SELECT (SELECT worker_pid FROM storlab.jobs WHERE id = $1 AND status IN ('running', 'cancelling'))",
             &[job_id.into()],
@@ -643,7 +643,7 @@ pub fn stop_now(job_id: i64) -> bool {
 /// Is `pid` a storlab job worker of this server (not some other process
 /// that got the pid of one that exited)?
 fn is_job_worker(pid: i32) -> bool {
-    read::one::<bool>(
+    Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity WHERE pid = $1 AND backend_type = 'storlab job')",
         &[pid.into()],
     ) == Ok(Some(true))

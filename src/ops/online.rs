@@ -14,7 +14,6 @@ use pgrx::JsonB;
 use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
 use super::identity::{as_owner, caller, current_user, is_superuser};
 use super::jobs;
-use super::read;
 use super::relocate::{refuse_what_cannot_move, rels, volatile_targets, RelocationRow, Step};
 use super::server::{hostname, system_identifier};
 use storlab_core::record::{Record, Relocation};
@@ -131,7 +130,7 @@ pub(super) fn start(
 pub fn refuse_moving_online(tables: &[(pg_sys::Oid, String)]) {
     for (table, what) in tables {
         let other = as_owner(|| {
-            read::one::<String>(
+            Spi::get_one_with_args::<String>(
                 "SELECT (SELECT pg_catalog.format('storlab job %s (%s, role %s)', j.id, j.status, j.role)
                            FROM storlab.jobs j
                           WHERE j.kind = 'move_online' AND j.status IN ('queued', 'running', 'cancelling')
@@ -178,7 +177,7 @@ pub(super) fn tables_of(steps: &[Step]) -> Vec<(pg_sys::Oid, String)> {
 /// commits, its job is what refuses the second.
 fn claim(tables: &[OnlineTable]) {
     for t in tables.iter().filter(|t| t.moves()) {
-        let got = read::one::<bool>(
+        let got = Spi::get_one_with_args::<bool>(
             "SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
                       'storlab: online move of ' || $1::oid::text || ' in ' || pg_catalog.current_database(), 0))",
             &[pg_sys::Oid::from(t.relation).into()],
@@ -260,7 +259,7 @@ fn group(steps: &[Step]) -> (Vec<OnlineTable>, Vec<OnlineParent>) {
 }
 
 fn table_of(index: pg_sys::Oid) -> pg_sys::Oid {
-    read::one::<pg_sys::Oid>(
+    Spi::get_one_with_args::<pg_sys::Oid>(
         "SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid = $1",
         &[index.into()],
     )
@@ -296,7 +295,7 @@ fn indexes_of(
 fn available_version() -> Version {
     let major = pg_sys::PG_MAJORVERSION_NUM;
     let package = format!("postgresql-{major}-repack");
-    let ext = read::one::<String>(
+    let ext = Spi::get_one_with_args::<String>(
         "SELECT (SELECT e.extversion::text FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_repack')", &[],
     )
     .map_err(spi("reading pg_extension"))

@@ -207,7 +207,7 @@ fn evict_buffers(_oid: pg_sys::Oid) -> Result<(), Error> {
 /// Blocks this transaction read from disk (not found in shared buffers)
 /// of the given relations so far.
 fn blocks_read(oids: &[pg_sys::Oid]) -> i64 {
-    read::one::<i64>(
+    Spi::get_one_with_args::<i64>(
         "SELECT sum(pg_catalog.pg_stat_get_xact_blocks_fetched(o) - pg_catalog.pg_stat_get_xact_blocks_hit(o))::int8
            FROM pg_catalog.unnest($1::oid[]) o",
         &[oids.to_vec().into()],
@@ -273,7 +273,7 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     target.check_may_write()?;
     target.check_folder()?;
     // the blocks a scan reads come from the statistics counters
-    if read::one::<bool>(
+    if Spi::get_one_with_args::<bool>(
         "SELECT pg_catalog.current_setting('track_counts')::bool",
         &[],
     )
@@ -290,7 +290,7 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     let own_eic = tablespace_eic(ts_oid);
     if let Some(original) = own_eic {
         // only its owner may set another value on it, as ALTER TABLESPACE
-        let owner = read::one::<bool>(
+        let owner = Spi::get_one_with_args::<bool>(
             "SELECT pg_catalog.pg_has_role(spcowner, 'USAGE') FROM pg_catalog.pg_tablespace WHERE oid = $1",
             &[ts_oid.into()],
         )
@@ -372,7 +372,7 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
     .map_err(spi("finding the scratch table's files"))?;
     let oids: Vec<pg_sys::Oid> = rels.iter().map(|r| r.0).collect();
     let heap_bytes = as_owner(|| {
-        read::one::<i64>(
+        Spi::get_one_with_args::<i64>(
             &format!("SELECT pg_catalog.pg_relation_size({})", literal(&table)),
             &[],
         )

@@ -92,7 +92,7 @@ pub fn measuring() {
 }
 
 /// Says once per call, on a standby, that the figures are not stored.
-fn notice_unstored() {
+pub fn notice_unstored() {
     if in_recovery() {
         notice!(
             "storlab: this server is a hot standby: its own storage is measured, and the figures are returned, not stored (ids below 0 name them in this session only)"

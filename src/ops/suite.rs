@@ -204,13 +204,19 @@ pub fn profile_items(iodepths: &[u32]) -> Vec<SuiteItem> {
 }
 
 /// A failure that would hit every probe of the call alike: the caller may
-/// not write there (42501), nothing fits (53100), the folder is gone. Such a
+/// not write there (42501), nothing fits (53100), the folder is gone, the
+/// transaction is read-only (25006), another session's probe holds the
+/// device past lock_timeout (55P03). Such a
 /// failure ends the call; others (a test the device cannot do) skip one
 /// probe with a WARNING.
 fn ends_the_call(target: &Target, f: &Error) -> bool {
     matches!(
         f.state,
-        SqlState::InsufficientPrivilege | SqlState::DiskFull | SqlState::QueryCanceled
+        SqlState::InsufficientPrivilege
+            | SqlState::DiskFull
+            | SqlState::QueryCanceled
+            | SqlState::ReadOnlySqlTransaction
+            | SqlState::LockNotAvailable
     ) || target.check_folder().is_err()
 }
 
@@ -449,6 +455,10 @@ pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Rankin
     // probing writes where figures are missing: the caller's right to, as
     // for probe(), checked for every such tablespace before the first probe
     // (not after minutes of probing the others, whose figures would be lost)
+    if found.iter().any(|(_, missing)| !missing.is_empty()) {
+        // 25006 in a read-only transaction, before anything is probed
+        standby::check_probes_can_be_kept().or_raise();
+    }
     for (target, (_, missing)) in targets.iter().zip(&found) {
         if !missing.is_empty() {
             target.check_may_write().or_raise();
