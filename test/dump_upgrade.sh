@@ -156,7 +156,7 @@ if ! "$PG_BIN/psql" -X -q -At -d postgres -c "SELECT 1" >/dev/null 2>&1; then
   echo "Bail out! cannot reach the lab's server (PGHOST=${PGHOST:-unset}, PGPORT=${PGPORT:-unset})"
   exit 1
 fi
-echo "1..$((9 + 8 * ${#OLDS[@]}))"
+echo "1..$((10 + 8 * ${#OLDS[@]}))"
 
 # 1. pg_dump and pg_restore
 fresh_db storlab_dump_src
@@ -242,10 +242,24 @@ update_from() {
 }
 
 if ! for old in "${OLDS[@]}"; do cp "sql/versions/storlab--$old.sql" "$EXT_DIR/" || exit 1; done 2>/dev/null; then
-  for ((i = 9; i <= 9 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
+  for ((i = 9; i <= 10 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
   exit 0
 fi
 for old in "${OLDS[@]}"; do update_from "$old"; done
+
+# 4. Between a newer package and ALTER EXTENSION UPDATE: this library over
+#    0.7.0's tables. A reader either answers or says the extension must be
+#    updated, with the statement (55000), never PostgreSQL's bare
+#    "relation ... does not exist" (42P01, 42703, 42883).
+fresh_db storlab_behind
+sql storlab_behind -c "CREATE EXTENSION storlab VERSION '0.7.0'" >/dev/null
+behind=$(sql storlab_behind -v VERBOSITY=verbose -c "SET client_min_messages = warning" -c "SET storlab.suite_file_size = '4MB'" \
+  -c "CREATE FUNCTION pg_temp.state(q text) RETURNS text LANGUAGE plpgsql AS \$\$ BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || CASE WHEN SQLERRM LIKE '%ALTER EXTENSION storlab UPDATE%' THEN ' (names ALTER EXTENSION storlab UPDATE)' ELSE ': ' || SQLERRM END; END \$\$" \
+  -c "SELECT string_agg(f || ' ' || pg_temp.state('SELECT count(*) FROM storlab.' || f), '; ' ORDER BY f)
+        FROM unnest(ARRAY['compare_tablespaces(duration => ''20 ms'')', 'recommend()', 'tablespaces()']) f" 2>&1)
+is "$(grep -cE '(42P01|42703|42883)' <<<"$behind")" 0 \
+  "over 0.7.0's tables, before ALTER EXTENSION UPDATE, compare_tablespaces(), recommend() and tablespaces() answer or name the update, never a bare 42P01 ($behind)"
+sql postgres -c "DROP DATABASE storlab_behind" >/dev/null
 
 # 3. An update that makes probe() anew keeps what a DBA granted on the old one.
 fresh_db storlab_grants

@@ -56,25 +56,76 @@ pub fn pinned<R>(f: impl FnOnce() -> R) -> R {
 /// The role that owns the extension (a superuser: the control file says
 /// `superuser = true`).
 pub fn extension_owner() -> pg_sys::Oid {
-    read::one::<pg_sys::Oid>(
-        "SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'storlab'", &[],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or_else(|| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            "extension \"storlab\" is not installed in this database"
-        );
-    })
+    installed().0
 }
+
+/// The extension's owner and the version its SQL objects are at.
+fn installed() -> (pg_sys::Oid, String) {
+    let (owner, version) = read::two::<pg_sys::Oid, String>(
+        "SELECT e.extowner, e.extversion::pg_catalog.text FROM pg_catalog.pg_extension e
+          WHERE e.extname OPERATOR(pg_catalog.=) 'storlab'",
+        &[],
+    )
+    .unwrap_or((None, None));
+    match (owner, version) {
+        (Some(owner), Some(version)) => (owner, version),
+        _ => super::error::raise(super::error::Error::new(
+            super::error::SqlState::UndefinedObject,
+            "extension \"storlab\" is not installed in this database",
+        )),
+    }
+}
+
+/// The release of this library (the package installed on the server).
+pub const LIBRARY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Runs `f` as the extension's owner, restricted, behind the pinned
 /// search_path: for storlab's bookkeeping rows only.
+///
+/// Between installing a newer package and `ALTER EXTENSION storlab
+/// UPDATE`, this library runs over the older release's tables: what it
+/// reads that they lack (a table, a column, a function) would end the
+/// call with PostgreSQL's bare "relation ... does not exist". Such an
+/// error, when the releases differ, says so instead (55000), with the
+/// statement that brings the tables up to date.
 pub fn as_owner<R>(f: impl FnOnce() -> R) -> R {
+    let (owner, version) = installed();
+    let behind = version != LIBRARY_VERSION;
+    let f = AssertUnwindSafe(f);
+    let run = move || as_owner_of(owner, f.0);
+    if !behind {
+        return run();
+    }
+    let explain = move |e: pg_sys::panic::CaughtError| -> R {
+        let original = match &e {
+            pg_sys::panic::CaughtError::PostgresError(r)
+            | pg_sys::panic::CaughtError::ErrorReport(r) => r.message().to_string(),
+            pg_sys::panic::CaughtError::RustPanic { ereport, .. } => ereport.message().to_string(),
+        };
+        super::error::raise(
+            super::error::Error::new(
+                super::error::SqlState::ObjectNotInPrerequisiteState,
+                format!(
+                    "storlab's library is {LIBRARY_VERSION}, but this database's storlab is still {version}: run ALTER EXTENSION storlab UPDATE"
+                ),
+            )
+            .with_detail(format!(
+                "The newer package is installed and the extension's tables are not updated yet; reading them failed: {original}."
+            ))
+            .with_hint("ALTER EXTENSION storlab UPDATE; (as the extension's owner, in each database that has it) keeps every stored row."),
+        )
+    };
+    let explain2 = explain.clone();
+    let explain3 = explain.clone();
+    PgTryBuilder::new(AssertUnwindSafe(run))
+        .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, explain)
+        .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN, explain2)
+        .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION, explain3)
+        .execute()
+}
+
+fn as_owner_of<R>(owner: pg_sys::Oid, f: impl FnOnce() -> R) -> R {
     pinned(|| {
-        let owner = extension_owner();
         let mut user = pg_sys::InvalidOid;
         let mut context = 0;
         // SAFETY: the user id is swapped and restored on this thread, as
