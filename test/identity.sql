@@ -239,8 +239,26 @@ SELECT throws_ok($$SELECT storlab.probe('lab_disk', 'randwrite', duration => '50
                  'permission denied for tablespace lab_disk', 'nor probe it');
 SELECT throws_ok($$SELECT * FROM storlab.fsync_cost('lab_disk', '20 ms')$$, '42501', NULL, 'nor run fsync_cost there');
 SELECT throws_ok($$SELECT * FROM storlab.profile('lab_disk', '20 ms')$$, '42501', NULL, 'nor profile it');
-SELECT throws_ok($$SELECT * FROM storlab.profile(NULL, '20 ms')$$, '42501', NULL,
-                 'nor profile every tablespace (it may create in one only)');
+-- one call names every grant the role lacks, not one a call
+RESET ROLE;
+CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE m text; h text;
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, h = PG_EXCEPTION_HINT;
+  RETURN SQLSTATE || ': ' || m || ' HINT: ' || h;
+END $f$;
+SELECT CASE WHEN count(*) > 1 THEN 'tablespaces ' ELSE 'tablespace ' END
+         || regexp_replace(string_agg(spcname, ', ' ORDER BY spcname), ', ([^,]*)$', ' and \1') AS lab_list,
+       string_agg(spcname, ', ' ORDER BY spcname) AS lab_grants
+  FROM pg_tablespace WHERE spcname LIKE 'lab\_%' AND NOT has_tablespace_privilege('tap_attacker', oid, 'CREATE') \gset
+SET ROLE tap_attacker;
+SELECT is(pg_temp.error_of($$SELECT * FROM storlab.profile(NULL, '20 ms')$$),
+          format('42501: permission denied for %s, and to probe pg_wal HINT: GRANT CREATE ON TABLESPACE %s TO the role; GRANT pg_write_server_files TO the role; (or let a superuser probe pg_wal)',
+                 :'lab_list', :'lab_grants'),
+          'nor profile every tablespace (it may create in one only): one error names every grant it lacks');
 SELECT throws_ok($$SELECT * FROM storlab.check('lab_disk', 'randread', 'iops', '>', 0, '50 ms', 5)$$, '42501', NULL,
                  'nor check it where the check must probe (more repetitions than young probes)');
 SELECT throws_ok($$SELECT storlab.baseline('tap denied', '{lab_disk}', '50 ms', 2)$$, '42501', NULL,
@@ -250,8 +268,10 @@ SELECT throws_ok($$SELECT * FROM storlab.regressions('tap identity disk', durati
 RESET ROLE;
 SELECT coalesce(pg_catalog.pg_sequence_last_value('storlab.probes_id_seq'), 0) AS probe_seq_before \gset
 SET ROLE tap_attacker;
-SELECT throws_ok($$SELECT * FROM storlab.compare_tablespaces('1 ms', '50 ms')$$, '42501', NULL,
-                 'nor have compare_tablespaces() probe it');
+SELECT is(pg_temp.error_of($$SELECT * FROM storlab.compare_tablespaces('1 ms', '50 ms')$$),
+          format('42501: permission denied for %s, and to probe pg_wal HINT: GRANT CREATE ON TABLESPACE %s TO the role; GRANT pg_write_server_files TO the role; (or let a superuser probe pg_wal)',
+                 :'lab_list', :'lab_grants'),
+          'nor have compare_tablespaces() probe them: one error names every grant it lacks');
 RESET ROLE;
 SELECT is(coalesce(pg_catalog.pg_sequence_last_value('storlab.probes_id_seq'), 0), :probe_seq_before::bigint,
           'compare_tablespaces() refused before probing anything, not after probing the tablespaces it may write');

@@ -14,7 +14,7 @@ use super::read;
 use super::server::this_server;
 use super::settings::suite_file_cap;
 use super::standby;
-use super::targets::{all_targets, Target};
+use super::targets::{all_targets, check_may_write_each, Target};
 use crate::sqltypes::Name;
 use storlab_core::env;
 use storlab_core::newest::NewestPerGroup;
@@ -312,9 +312,9 @@ pub fn profile(
     run: SuiteRun,
     skip_failed: bool,
 ) -> Result<Vec<i64>, Error> {
-    for t in targets {
-        t.check_may_write()?;
-        if !skip_failed {
+    check_may_write_each(targets)?;
+    if !skip_failed {
+        for t in targets {
             t.check_folder()?;
         }
     }
@@ -459,11 +459,14 @@ pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Rankin
         // 25006 in a read-only transaction, before anything is probed
         standby::check_probes_can_be_kept().or_raise();
     }
-    for (target, (_, missing)) in targets.iter().zip(&found) {
-        if !missing.is_empty() {
-            target.check_may_write().or_raise();
-        }
-    }
+    check_may_write_each(
+        targets
+            .iter()
+            .zip(&found)
+            .filter(|(_, (_, missing))| !missing.is_empty())
+            .map(|(t, _)| t),
+    )
+    .or_raise();
     let mut all = Vec::with_capacity(targets.len());
     for (target, (mut f, missing)) in targets.iter().zip(found) {
         if !missing.is_empty() {

@@ -101,6 +101,14 @@ impl Target {
     /// Checked by every path that writes (ops::probe::measure), and up
     /// front by the calls that probe several targets.
     pub fn check_may_write(&self) -> Result<(), Error> {
+        if self.may_write()? {
+            return Ok(());
+        }
+        Err(denied(&[self]))
+    }
+
+    /// Does the caller have the right of [`Target::check_may_write`]?
+    fn may_write(&self) -> Result<bool, Error> {
         let allowed = match (self.kind, self.oid) {
             ("tablespace", Some(oid)) => read::one::<bool>(
                 "SELECT $1 = (SELECT d.dattablespace FROM pg_catalog.pg_database d
@@ -115,27 +123,7 @@ impl Target {
         }
         .map_err(spi("checking a privilege"))?
         .unwrap_or(false);
-        if allowed {
-            return Ok(());
-        }
-        Err(match self.kind {
-            "tablespace" => Error::new(
-                SqlState::InsufficientPrivilege,
-                format!("permission denied for tablespace {}", self.name),
-            )
-            .with_detail(
-                "A probe writes into the tablespace (a scratch file, or the read-path probe's scratch table), which needs CREATE on it, as CREATE TABLE ... TABLESPACE does.",
-            )
-            .with_hint(format!("GRANT CREATE ON TABLESPACE {} TO the role.", self.name)),
-            _ => Error::new(
-                SqlState::InsufficientPrivilege,
-                "permission denied to probe pg_wal",
-            )
-            .with_detail(
-                "A probe of pg_wal writes its scratch file into the server's WAL folder: only superusers and members of pg_write_server_files may.",
-            )
-            .with_hint("GRANT pg_write_server_files TO the role, or let a superuser probe pg_wal."),
-        })
+        Ok(allowed)
     }
 
     /// The folder must be there: a tablespace whose folder is gone (a
@@ -169,9 +157,73 @@ impl Target {
 /// Checks every target before anything is written: a call over several
 /// targets fails before its first probe, not half-way.
 pub fn check_may_write_all(targets: &[Target]) -> Result<(), Error> {
+    check_may_write_each(targets.iter())?;
     for t in targets {
-        t.check_may_write()?;
         t.check_folder()?;
     }
     Ok(())
+}
+
+/// The caller's right to write to each target, every missing grant named
+/// in one error (a role short of four grants learns all four at once).
+pub fn check_may_write_each<'a>(targets: impl IntoIterator<Item = &'a Target>) -> Result<(), Error> {
+    let mut missing: Vec<&Target> = Vec::new();
+    for t in targets {
+        if !t.may_write()? && !missing.iter().any(|m| m.name == t.name) {
+            missing.push(t);
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(denied(&missing))
+    }
+}
+
+/// 42501 for the targets the caller may not write to, naming each and
+/// every grant it lacks.
+fn denied(missing: &[&Target]) -> Error {
+    let tablespaces: Vec<&str> = missing
+        .iter()
+        .filter(|t| t.kind == "tablespace")
+        .map(|t| t.name.as_str())
+        .collect();
+    let wal = missing.iter().any(|t| t.kind != "tablespace");
+    let message = match (tablespaces.as_slice(), wal) {
+        ([one], false) => format!("permission denied for tablespace {one}"),
+        ([], true) => "permission denied to probe pg_wal".to_string(),
+        (many, false) => format!("permission denied for tablespaces {}", list(many)),
+        (many, true) => format!(
+            "permission denied for tablespace{} {}, and to probe pg_wal",
+            if many.len() > 1 { "s" } else { "" },
+            list(many)
+        ),
+    };
+    let mut detail = Vec::new();
+    let mut hint = Vec::new();
+    if !tablespaces.is_empty() {
+        detail.push("A probe writes into a tablespace (a scratch file, or the read-path probe's scratch table), which needs CREATE on it, as CREATE TABLE ... TABLESPACE does.");
+        hint.push(format!(
+            "GRANT CREATE ON TABLESPACE {} TO the role;",
+            tablespaces.join(", ")
+        ));
+    }
+    if wal {
+        detail.push("A probe of pg_wal writes its scratch file into the server's WAL folder: only superusers and members of pg_write_server_files may.");
+        hint.push(
+            "GRANT pg_write_server_files TO the role; (or let a superuser probe pg_wal)".to_string(),
+        );
+    }
+    Error::new(SqlState::InsufficientPrivilege, message)
+        .with_detail(detail.join(" "))
+        .with_hint(hint.join(" "))
+}
+
+/// "a, b and c"
+fn list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
