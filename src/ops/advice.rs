@@ -132,7 +132,8 @@ fn newest_figures() -> ByTablespace {
             &format!(
                 "SELECT tablespace::text, workload, id, coalesce(lat_mean_us, 0),
                         coalesce(lat_p50_us, 0), coalesce(lat_p99_us, 0), mib_s,
-                        coalesce(env ->> 'fs_type', ''), coalesce(env ->> 'device', ''), env ->> 'mount_point'
+                        coalesce(env ->> 'fs_type', ''), coalesce(env ->> 'device', ''), env ->> 'mount_point',
+                        env ->> 'location'
                    FROM ({newest_suite}) newest
                   WHERE workers = 1"
             ),
@@ -144,6 +145,7 @@ fn newest_figures() -> ByTablespace {
             let (fs, device): (String, String) = (r.get(8)?.unwrap_or_default(), r.get(9)?.unwrap_or_default());
             f.volatile |= storlab_core::env::is_volatile(&fs, &device);
             f.mount = r.get(10)?;
+            f.location = r.get(11)?;
             f.device = (!device.is_empty()).then_some(device);
             f.workloads.insert(r.get(2)?.unwrap_or_default(), probe(&r, 3)?);
         }

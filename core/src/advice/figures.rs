@@ -26,6 +26,9 @@ pub struct Figures {
     pub mount: Option<String>,
     /// the device its filesystem is mounted from
     pub device: Option<String>,
+    /// the folder PostgreSQL keeps its files in (a tablespace's
+    /// `PG_<major>_<catversion>` folder), as the newest probe found it
+    pub location: Option<String>,
     /// the newest 1-worker standard-suite probe of each workload
     pub workloads: BTreeMap<String, Probe>,
     /// randread IOPS by workers (the newest probe at each count), with ids

@@ -140,6 +140,23 @@ pub fn measure_more_call(purpose: Purpose, tablespaces: &[&str]) -> String {
     )
 }
 
+/// What temp files on volatile storage cost: a reboot empties it, and the
+/// tablespace's folder goes with everything in it. PostgreSQL does not make
+/// it again, so every query that spills to disk fails until someone does;
+/// the advice says so, and how to have it made at boot.
+fn volatile_temp(ts: &str, f: &Figures) -> String {
+    let on = match (&f.device, &f.mount) {
+        (Some(d), Some(m)) => format!("{d} at {m}"),
+        (Some(d), None) => d.clone(),
+        (None, Some(m)) => m.clone(),
+        (None, None) => "volatile storage".into(),
+    };
+    let folder = f.location.as_deref().unwrap_or("the tablespace's folder");
+    format!(
+        " Beware: {ts} is {on}, which a reboot empties, its folder {folder} included; PostgreSQL does not make it again, and until someone does every query that spills to disk fails (could not create a temporary file). Make it at each boot before PostgreSQL starts, owned by postgres with mode 0700 (systemd-tmpfiles: d {folder} 0700 postgres postgres), and size it for the largest sort or hash that spills: it is RAM."
+    )
+}
+
 /// The statement that puts them on `ts`.
 pub fn statement(purpose: Purpose, ts: &str, ctx: &Context) -> String {
     match purpose {
@@ -386,9 +403,9 @@ pub fn advise(
         );
     }
     let ram = if purpose == Purpose::Temp && f.volatile {
-        " It is RAM: size it for the largest sort or hash that spills."
+        volatile_temp(ts, f)
     } else {
-        ""
+        String::new()
     };
     Advice::new(
         what,
@@ -696,7 +713,10 @@ mod tests {
             (
                 "lab_ram".into(),
                 streams(
-                    volume("/dev/shm", "tmpfs"),
+                    Figures {
+                        location: Some("/dev/shm/x/PG_15_202209061".into()),
+                        ..volume("/dev/shm", "tmpfs")
+                    },
                     10,
                     &[22000.0, 21900.0, 22100.0],
                 ),
@@ -711,9 +731,11 @@ mod tests {
             Some("ALTER DATABASE \"my db\" SET temp_tablespaces = 'lab_ram'")
         );
         assert!(a.advice.starts_with("temp files on lab_ram: the best sequential read + write throughput of the tablespaces on another volume than pg_default, significantly better; evidence: probes only"), "{}", a.advice);
+        // volatile storage: what a reboot does to it, and the remedy
+        assert!(a.advice.contains(" Beware: lab_ram is tmpfs at /dev/shm, which a reboot empties, its folder /dev/shm/x/PG_15_202209061 included; PostgreSQL does not make it again, and until someone does every query that spills to disk fails"), "{}", a.advice);
         assert!(a
             .advice
-            .ends_with("It is RAM: size it for the largest sort or hash that spills."));
+            .ends_with("(systemd-tmpfiles: d /dev/shm/x/PG_15_202209061 0700 postgres postgres), and size it for the largest sort or hash that spills: it is RAM."), "{}", a.advice);
         // each repetition pairs a read with a write: both ids named
         assert_eq!(a.evidence["probes"], json!([10, 110, 11, 111, 12, 112]));
         // one pair each: cannot tell, and the call measures both workloads
