@@ -142,8 +142,10 @@ pub fn measure_more_call(purpose: Purpose, tablespaces: &[&str]) -> String {
 
 /// What temp files on volatile storage cost: a reboot empties it, and the
 /// tablespace's folder goes with everything in it. PostgreSQL does not make
-/// it again, so every query that spills to disk fails until someone does;
-/// the advice says so, and how to have it made at boot.
+/// it again: until someone does, temporary tables and parallel spills fail
+/// ("could not create directory", seen on 18), and a plain sort's spill
+/// falls back to the database's default tablespace without a word. The
+/// advice says so, and how to have the folder made at boot.
 fn volatile_temp(ts: &str, f: &Figures) -> String {
     let on = match (&f.device, &f.mount) {
         (Some(d), Some(m)) => format!("{d} at {m}"),
@@ -153,7 +155,7 @@ fn volatile_temp(ts: &str, f: &Figures) -> String {
     };
     let folder = f.location.as_deref().unwrap_or("the tablespace's folder");
     format!(
-        " Beware: {ts} is {on}, which a reboot empties, its folder {folder} included; PostgreSQL does not make it again, and until someone does every query that spills to disk fails (could not create a temporary file). Make it at each boot before PostgreSQL starts, owned by postgres with mode 0700 (systemd-tmpfiles: d {folder} 0700 postgres postgres), and size it for the largest sort or hash that spills: it is RAM."
+        " Beware: {ts} is {on}, which a reboot empties, its folder {folder} included, and PostgreSQL does not make it again: until someone does, CREATE TEMP TABLE fails and so does every parallel query that spills (could not create directory), while other spills quietly go to the database's default tablespace. Make it at each boot before PostgreSQL starts, owned by postgres with mode 0700 (systemd-tmpfiles: d {folder} 0700 postgres postgres), and size it for the largest sort or hash that spills: it is RAM."
     )
 }
 
@@ -732,7 +734,7 @@ mod tests {
         );
         assert!(a.advice.starts_with("temp files on lab_ram: the best sequential read + write throughput of the tablespaces on another volume than pg_default, significantly better; evidence: probes only"), "{}", a.advice);
         // volatile storage: what a reboot does to it, and the remedy
-        assert!(a.advice.contains(" Beware: lab_ram is tmpfs at /dev/shm, which a reboot empties, its folder /dev/shm/x/PG_15_202209061 included; PostgreSQL does not make it again, and until someone does every query that spills to disk fails"), "{}", a.advice);
+        assert!(a.advice.contains(" Beware: lab_ram is tmpfs at /dev/shm, which a reboot empties, its folder /dev/shm/x/PG_15_202209061 included; and PostgreSQL does not make it again: until someone does, CREATE TEMP TABLE fails and so does every parallel query that spills"), "{}", a.advice);
         assert!(a
             .advice
             .ends_with("(systemd-tmpfiles: d /dev/shm/x/PG_15_202209061 0700 postgres postgres), and size it for the largest sort or hash that spills: it is RAM."), "{}", a.advice);
