@@ -734,7 +734,7 @@ mod tests {
         );
         assert!(a.advice.starts_with("temp files on lab_ram: the best sequential read + write throughput of the tablespaces on another volume than pg_default, significantly better; evidence: probes only"), "{}", a.advice);
         // volatile storage: what a reboot does to it, and the remedy
-        assert!(a.advice.contains(" Beware: lab_ram is tmpfs at /dev/shm, which a reboot empties, its folder /dev/shm/x/PG_15_202209061 included; and PostgreSQL does not make it again: until someone does, CREATE TEMP TABLE fails and so does every parallel query that spills"), "{}", a.advice);
+        assert!(a.advice.contains(" Beware: lab_ram is tmpfs at /dev/shm, which a reboot empties, its folder /dev/shm/x/PG_15_202209061 included, and PostgreSQL does not make it again: until someone does, CREATE TEMP TABLE fails and so does every parallel query that spills"), "{}", a.advice);
         assert!(a
             .advice
             .ends_with("(systemd-tmpfiles: d /dev/shm/x/PG_15_202209061 0700 postgres postgres), and size it for the largest sort or hash that spills: it is RAM."), "{}", a.advice);
