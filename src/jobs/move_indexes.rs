@@ -91,7 +91,12 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
                 return Err(match (e, left.is_empty()) {
                     (e, true) => e,
                     (JobEnd::Stopped(why), false) => JobEnd::Stopped(format!(
-                        "{why}; the rebuild's session was cancelled, {dropped} invalid copy dropped, but {} could not be dropped yet: a lock on the table is held by {}; DROP INDEX CONCURRENTLY it once that ends, or move this table's indexes again, which drops it first",
+                        "{why}; the rebuild's session was cancelled, {}, but {} could not be dropped yet: a lock on the table is held by {}; DROP INDEX CONCURRENTLY it once that ends, or move this table's indexes again, which drops it first",
+                        match dropped {
+                            0 => "no invalid copy dropped".to_string(),
+                            1 => "1 invalid copy dropped".to_string(),
+                            n => format!("{n} invalid copies dropped"),
+                        },
                         left.join(", "),
                         as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(pg_sys::Oid::from(relation as u32))))
                             .unwrap_or_else(|| "another transaction".into())

@@ -129,7 +129,9 @@ struct Waits {
 
 impl Waits {
     fn own_total(&self) -> f64 {
-        self.own.values().sum()
+        // from +0.0: the sum of no f64 is -0.0, which a note printed as
+        // "queued -0.000 s"
+        self.own.values().fold(0.0, |a, b| a + b)
     }
 
     /// The longest one transaction has kept pg_repack's attempts at its
