@@ -30,9 +30,15 @@ DO $$ BEGIN
   END IF;
 END $$;
 DROP ROLE IF EXISTS tap_prune_nobody;
+DO $$ BEGIN
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_prune_docs') THEN
+    EXECUTE 'DROP OWNED BY tap_prune_docs CASCADE';
+    DROP ROLE tap_prune_docs;
+  END IF;
+END $$;
 DROP DATABASE IF EXISTS storlab_prune_jobs WITH (FORCE);
 RESET client_min_messages;
-SELECT plan(44);
+SELECT plan(45);
 \ir lib/probe_helpers.sql
 
 -- The age that puts the cutoff at the start of 2002.
@@ -177,6 +183,15 @@ SELECT throws_ok($$SELECT storlab.prune_batch(now(), false, 0)$$, '22023', NULL,
 RESET ROLE;
 SET ROLE tap_prune_nobody;
 SELECT throws_ok(format('CALL storlab.prune(%L)', :'age'), '42501', NULL, 'a role with no grant: 42501');
+RESET ROLE;
+-- granted EXECUTE on the procedure alone, as docs/prune.md shows the
+-- GRANT: told storlab's own reason, not "permission denied for function
+-- prune_cutoff", an internal name
+CREATE ROLE tap_prune_docs;
+GRANT EXECUTE ON PROCEDURE storlab.prune TO tap_prune_docs;
+SET ROLE tap_prune_docs;
+SELECT throws_ok(format('CALL storlab.prune(%L)', :'age'), '42501', 'permission denied to prune storlab''s results',
+                 'a role granted EXECUTE on prune as the docs show it is told who may prune');
 RESET ROLE;
 SELECT is((SELECT h::text FROM holds h), (SELECT h::text FROM held h), 'nothing was deleted by the refused calls');
 SELECT is((SELECT count(*) FROM storlab.prunes), :prunes_before::bigint, 'and none was logged');
@@ -357,5 +372,5 @@ DELETE FROM storlab.relocations WHERE batch_id BETWEEN 960000 AND 960999;
 DELETE FROM storlab.prunes WHERE cutoff < '2002-01-02';
 DROP TABLE public.tap_prune_t;
 DROP SCHEMA tap_prune_evil CASCADE;
-DROP OWNED BY tap_prune_granted, tap_prune_nobody;
-DROP ROLE tap_prune_granted, tap_prune_nobody;
+DROP OWNED BY tap_prune_granted, tap_prune_nobody, tap_prune_docs;
+DROP ROLE tap_prune_granted, tap_prune_nobody, tap_prune_docs;
