@@ -97,6 +97,8 @@ READERS=(
   "SELECT count(*) FROM storlab.experiment_io(9105)"
   "SELECT length(storlab.chart_svg('experiment', 9105)) > 0"
   "SELECT length(storlab.chart_svg('tablespaces')) > 0"
+  "SELECT length(storlab.chart_svg('probe', (SELECT min(id) FROM storlab.probes WHERE label = 'fixture'))) > 0"
+  "SELECT count(*) FROM storlab.compare_samples('{1,2,3}', '{2,3,4}')"
   "SELECT count(*) FROM storlab.job_status(9105)"
   "SELECT count(*) FROM storlab.probe_latency(ARRAY(SELECT id FROM storlab.probes WHERE label = 'fixture'))"
   "SELECT count(*) FROM storlab.compare_fleet()"
@@ -183,6 +185,7 @@ SAME=(
   "SELECT count(*) FROM storlab.compare_fleet()"
   "SELECT count(*) FROM storlab.scripts()"
   "SELECT count(*) || ' ' || string_agg(label, ',' ORDER BY label) FROM storlab.baselines"
+  "SELECT md5(storlab.chart_svg('tablespaces'))"
 )
 differ=()
 for q in "${SAME[@]}"; do
@@ -219,6 +222,7 @@ is "$(standby -c "SELECT count(*) FROM storlab.probes")" "$stored_before" "and n
 # ---- every path that writes is refused, before it does anything --------
 WRITERS=(
   "SELECT storlab.move('moved', 'pg_default')"
+  "SELECT storlab.move('moved', 'pg_default', dry_run => true)"
   "SELECT storlab.apply_layout('lab_ram', 'lab_ram')"
   "SELECT storlab.restore_layout(now() - interval '1 hour')"
   "SELECT storlab.undo_batch(1)"

@@ -35,10 +35,7 @@ fn move_relation_or_online(
     dry_run: default!(Option<bool>, false),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
-    if dry_run != Some(true) {
-        // a dry run only plans: it works on a standby too
-        crate::ops::standby::refuse_writes("move a relation").or_raise();
-    }
+    crate::ops::standby::refuse_writes("move a relation").or_raise();
     let relation = required(relation, "relation");
     let tablespace = required(tablespace, "tablespace");
     let timeout = timeout_of(lock_timeout);
@@ -65,10 +62,7 @@ fn apply_layout_or_online(
     dry_run: default!(Option<bool>, false),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
-    if dry_run != Some(true) {
-        // a dry run only plans: it works on a standby too
-        crate::ops::standby::refuse_writes("apply a layout").or_raise();
-    }
+    crate::ops::standby::refuse_writes("apply a layout").or_raise();
     let schema = required(schema_name, "schema_name");
     let timeout = timeout_of(lock_timeout);
     SetOfIterator::new(relocate::apply_layout(

@@ -149,7 +149,7 @@ pub fn check_movable(oid: pg_sys::Oid) -> Result<(), Error> {
         )
     })?;
     if nsp.starts_with("pg_toast") {
-        let owner = Spi::get_one_with_args::<String>(
+        let owner = read::one::<String>(
             "SELECT format('%I.%I', n.nspname, c.relname)
                FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
               WHERE c.reltoastrelid IN ($1, (SELECT indrelid FROM pg_catalog.pg_index WHERE indexrelid = $1))",
@@ -197,7 +197,7 @@ pub fn check_target(tablespace: &str) -> Result<String, Error> {
             "user relations cannot live in pg_global: it holds only shared system catalogs",
         ));
     }
-    let may = Spi::get_one_with_args::<bool>(
+    let may = read::one::<bool>(
         "SELECT t.oid = d.dattablespace OR pg_catalog.has_tablespace_privilege(t.oid, 'CREATE')
            FROM pg_catalog.pg_tablespace t, pg_catalog.pg_database d
           WHERE t.spcname = $1 AND d.datname = pg_catalog.current_database()",
@@ -879,7 +879,7 @@ pub fn apply_layout(
             "nothing to do: give tables_tablespace, indexes_tablespace or both",
         ));
     }
-    let schema_exists = Spi::get_one_with_args::<bool>(
+    let schema_exists = read::one::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
         &[schema.clone().into()],
     );
@@ -1202,7 +1202,7 @@ fn restore(
     let (mine, others): (Vec<Step>, Vec<Step>) =
         plan(candidates).into_iter().partition(|s| s.rel.owned);
     for s in &others {
-        let owner = Spi::get_one_with_args::<String>(
+        let owner = read::one::<String>(
             "SELECT c.relowner::pg_catalog.regrole::text FROM pg_catalog.pg_class c WHERE c.oid = $1",
             &[s.rel.oid.into()],
         )
