@@ -164,3 +164,20 @@ RESET ROLE;
 DROP ROLE regress_probe_nobody;
 SELECT has_table_privilege('pg_monitor', 'storlab.probes', 'SELECT') AS monitor_reads_results,
        has_function_privilege('pg_monitor', 'storlab.probe_latency(bigint[], float8[])', 'EXECUTE') AS monitor_merges;
+
+-- A probe stores its figures: in a read-only transaction (BEGIN READ ONLY,
+-- default_transaction_read_only) it is refused at the call (25006), before
+-- it measures anything or waits for another session's probe of the same
+-- device. (On a hot standby the probes measure that server's own storage
+-- and return the figures unstored: docs/safety.md, "On a standby".)
+BEGIN READ ONLY;
+SELECT storlab.probe('lab_ram', duration => '2 s');
+ROLLBACK;
+-- Reports only read: a monitoring job polling them assigns no transaction
+-- id and writes no commit record.
+BEGIN;
+SELECT count(*) > 0 AS tablespaces_listed FROM storlab.tablespaces();
+SELECT count(*) > 0 AS advice_given FROM storlab.recommend();
+SELECT count(*) > 0 AS latency_read FROM storlab.probe_latency(:'randread_ids');
+SELECT pg_current_xact_id_if_assigned() AS transaction_id;
+COMMIT;
