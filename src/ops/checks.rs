@@ -264,7 +264,7 @@ pub fn take_baseline(
 fn may_drop(label: &str) -> Result<Option<i64>, String> {
     let (id, taken_by) = as_owner(|| {
         read::two::<i64, String>(
-            "SELECT id, taken_by::text FROM storlab.baselines WHERE label = $1",
+            "SELECT b.id, b.taken_by::text FROM (SELECT) one LEFT JOIN storlab.baselines b ON b.label = $1",
             &[label.into()],
         )
         .map_err(spi("reading the baselines"))
