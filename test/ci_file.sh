@@ -28,7 +28,14 @@ fi
 echo "1..8"
 drop() {
   "$PG_BIN/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" 2>/dev/null
-  "$PG_BIN/psql" -X -q -d postgres -c "DROP ROLE IF EXISTS $ROLE" 2>/dev/null
+  # DROP OWNED also revokes what the role was granted on shared objects
+  # (CREATE on a tablespace), which DROP ROLE would refuse
+  "$PG_BIN/psql" -X -q -d postgres -c "DO \$\$ BEGIN
+      IF EXISTS (SELECT FROM pg_roles WHERE rolname = '$ROLE') THEN
+        DROP OWNED BY $ROLE;
+        DROP ROLE $ROLE;
+      END IF;
+    END \$\$" 2>/dev/null
 }
 drop  # what an interrupted earlier run left
 tmp=$(mktemp -d)
