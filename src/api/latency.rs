@@ -15,7 +15,13 @@ use storlab_core::report::latency::{self, Conditions, Merged};
 /// error, and so are rows not measured alike (`conditions`: SQL giving
 /// each row's id and a jsonb array of [attribute, value] pairs, a NULL
 /// value not compared; `$1` the ids).
-fn histograms(table: &str, what: &str, function: &str, conditions: &str, ids: &[i64]) -> Vec<Vec<u8>> {
+fn histograms(
+    table: &str,
+    what: &str,
+    function: &str,
+    conditions: &str,
+    ids: &[i64],
+) -> Vec<Vec<u8>> {
     if ids.is_empty() {
         invalid(format!("{what}_ids must list at least one id")).raise();
     }

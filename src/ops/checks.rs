@@ -238,9 +238,12 @@ pub fn take_baseline(
             ),
             Err(taken_by) => format!("Take yours under another label: it was taken by {taken_by}."),
         };
-        Error::new(SqlState::DuplicateObject, format!("baseline \"{label}\" already exists"))
-            .with_hint(hint)
-            .raise()
+        Error::new(
+            SqlState::DuplicateObject,
+            format!("baseline \"{label}\" already exists"),
+        )
+        .with_hint(hint)
+        .raise()
     };
     let probes = suite_repetitions(targets, repetitions, run(duration, "baseline"));
     let (reps, ids): (Vec<i32>, Vec<i64>) =
@@ -313,12 +316,9 @@ pub fn drop_baseline(label: &str) -> i64 {
         .raise(),
     };
     as_owner(|| {
-        Spi::run_with_args(
-            "DELETE FROM storlab.baselines WHERE id = $1",
-            &[id.into()],
-        )
-        .map_err(spi("dropping the baseline"))
-        .or_raise()
+        Spi::run_with_args("DELETE FROM storlab.baselines WHERE id = $1", &[id.into()])
+            .map_err(spi("dropping the baseline"))
+            .or_raise()
     });
     id
 }

@@ -236,7 +236,12 @@ pub fn judged_runs(id: i64, e: &Experiment) -> Vec<(StoredRun, Option<String>)> 
             &[id.into()],
         )?
         .map(|r| {
-            let names = |j: Option<JsonB>| j.and_then(|j| j.0.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()));
+            let names = |j: Option<JsonB>| {
+                j.and_then(|j| {
+                    j.0.as_object()
+                        .map(|o| o.keys().cloned().collect::<Vec<_>>())
+                })
+            };
             let (tables, indexes) = (names(r.get::<JsonB>(8)?), names(r.get::<JsonB>(9)?));
             Ok(StoredRun {
                 id: r.get::<i64>(1)?.unwrap_or(0),
@@ -248,7 +253,12 @@ pub fn judged_runs(id: i64, e: &Experiment) -> Vec<(StoredRun, Option<String>)> 
                 settings: r.get::<JsonB>(7)?.and_then(|j| {
                     j.0.as_object().map(|o| {
                         o.iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), String::from)))
+                            .map(|(k, v)| {
+                                (
+                                    k.clone(),
+                                    v.as_str().map_or_else(|| v.to_string(), String::from),
+                                )
+                            })
                             .collect()
                     })
                 }),

@@ -228,12 +228,18 @@ mod tests {
         ];
         assert!(check_alike("run_latency", "run", &unrecorded).is_ok());
         let many: Vec<(i64, Conditions)> = (1..=13)
-            .map(|i| (i, conditions(&[("clients", Some(if i == 13 { "4" } else { "8" }))])))
+            .map(|i| {
+                (
+                    i,
+                    conditions(&[("clients", Some(if i == 13 { "4" } else { "8" }))]),
+                )
+            })
             .collect();
         let e = check_alike("run_latency", "run", &many).unwrap_err();
         assert!(
-            e.message
-                .ends_with("clients: 8 (runs 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more), 4 (run 13)"),
+            e.message.ends_with(
+                "clients: 8 (runs 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more), 4 (run 13)"
+            ),
             "{}",
             e.message
         );

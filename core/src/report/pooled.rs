@@ -236,13 +236,19 @@ mod tests {
         assert_eq!(&why[..4], &[None, None, None, None]);
         assert_eq!(
             why[4].as_deref(),
-            Some("its sessions ran with work_mem = 8MB, where run 1 (layout a's first) ran with 4MB")
+            Some(
+                "its sessions ran with work_mem = 8MB, where run 1 (layout a's first) ran with 4MB"
+            )
         );
     }
 
     #[test]
     fn an_index_created_mid_experiment_leaves_the_later_runs_out() {
-        let mut runs = vec![run(1, "a", 1, &[]), run(2, "b", 1, &[]), run(3, "b", 2, &[])];
+        let mut runs = vec![
+            run(1, "a", 1, &[]),
+            run(2, "b", 1, &[]),
+            run(3, "b", 2, &[]),
+        ];
         runs[2]
             .relations
             .as_mut()
@@ -266,7 +272,8 @@ mod tests {
     #[test]
     fn stored_reasons_and_unrecorded_conditions() {
         let mut first = run(1, "a", 1, &[("fsync", "on")]);
-        first.invalid = Some("at its start pgbench_accounts had fillfactor 50, the cell's is 100".into());
+        first.invalid =
+            Some("at its start pgbench_accounts had fillfactor 50, the cell's is 100".into());
         let mut old = run(2, "a", 1, &[]);
         old.settings = None;
         old.relations = None;
@@ -300,7 +307,14 @@ mod tests {
     #[test]
     fn invalid_runs_measured_again_are_counted_apart() {
         let mut runs: Vec<StoredRun> = (1..=6)
-            .map(|i| run(i, if i % 2 == 0 { "a" } else { "b" }, ((i + 1) / 2) as i32, &[]))
+            .map(|i| {
+                run(
+                    i,
+                    if i % 2 == 0 { "a" } else { "b" },
+                    ((i + 1) / 2) as i32,
+                    &[],
+                )
+            })
             .collect();
         for r in &mut runs[3..] {
             r.invalid = Some("its job's worker exited before the run finished".into());
@@ -323,7 +337,8 @@ mod tests {
         // a run that found pgbench_accounts at fillfactor 50 (someone set
         // it) was of a cell at 100: measured again there
         runs[5].fillfactor = Some(50);
-        runs[5].invalid = Some("at its start pgbench_accounts had fillfactor 50, the cell's is 100".into());
+        runs[5].invalid =
+            Some("at its start pgbench_accounts had fillfactor 50, the cell's is 100".into());
         let why = left_out(&runs, &[100], &declared(&[]));
         assert_eq!(tally(&runs, &why, &[100]).replaced, 3);
         // while one at another of the experiment's fillfactors is not
