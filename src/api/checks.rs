@@ -85,6 +85,7 @@ fn baseline(
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn drop_baseline(label: Option<String>) -> i64 {
+    crate::ops::standby::refuse_writes("drop a baseline").or_raise();
     checks::drop_baseline(&required(label, "label"))
 }
 
