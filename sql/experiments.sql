@@ -126,6 +126,58 @@ SELECT layout, fillfactor AS ff, clients, backend_type, object, context, runs,
        reads, read_ms, writes, fsyncs, fsync_ms, hits
   FROM storlab.experiment_io(9001);
 
+-- Runs measured under other conditions than the runs before them are not
+-- pooled either. These rows stand for an experiment during which someone
+-- ran ALTER DATABASE ... SET synchronous_commit = off (repetition 3: the
+-- sessions of both layouts' runs recorded it in bench_runs.settings), then
+-- set it back and created an index on pgbench_accounts (repetition 4:
+-- bench_runs.observed lists it among pgbench's relations at the runs'
+-- start). Each run is judged against the runs before it: against the
+-- experiment's first pooled run (9201) for what every layout shares,
+-- against its layout's first for a setting a layout declares (fast sets
+-- work_mem: 64MB there and 4MB in base differ by design). So both layouts
+-- keep repetitions 1 and 2 (base [100, 110], fast [120, 130]), and a NOTICE
+-- names the four left out, with the reason.
+INSERT INTO storlab.job_records (id, kind, status, args) OVERRIDING SYSTEM VALUE
+VALUES (9002, 'experiment', 'done',
+  '{"kind": "experiment", "name": "conditions changed", "layouts": [
+      {"name": "base", "placement": {"tables": "lab_disk", "indexes": "lab_disk", "temp": null, "settings": []}},
+      {"name": "fast", "placement": {"tables": "lab_disk", "indexes": "lab_ram", "temp": null,
+                                     "settings": [["work_mem", "64MB"]]}}],
+    "script": "tpcb-like", "clients": [8], "jobs": 2, "duration_s": 10, "repetitions": 4, "warmup_s": 0,
+    "scale": 1, "fillfactors": [100], "order": "alternating", "lock_timeout_ms": 5000, "run": {}}');
+INSERT INTO storlab.experiment_records (id, name, steps_total, system_identifier, hostname)
+VALUES (9002, 'conditions changed', 11, 0, 'regress');
+INSERT INTO storlab.bench_runs (id, job_id, experiment_id, experiment_layout, fillfactor, repetition, warmup,
+                                script, clients, jobs, duration_s, tps, system_identifier, hostname,
+                                settings, observed, server_io)
+SELECT 9200 + row_number() OVER (), 9002, 9002, layout, 100, rep, false, 'tpcb-like', 8, 2, 10, tps, 0, 'regress',
+       jsonb_build_object('synchronous_commit', sync, 'work_mem', CASE layout WHEN 'fast' THEN '64MB' ELSE '4MB' END,
+                          'server_version', '18.1'),
+       jsonb_build_object('start', rels, 'end', rels),
+       '{"client backend/relation/normal": {"reads": 10}}'
+  FROM (VALUES ('base', 1, 100.0, 'on', false), ('fast', 1, 120.0, 'on', false),
+               ('fast', 2, 130.0, 'on', false), ('base', 2, 110.0, 'on', false),
+               ('base', 3, 200.0, 'off', false), ('fast', 3, 300.0, 'off', false),
+               ('fast', 4, 310.0, 'on', true), ('base', 4, 210.0, 'on', true)
+       ) AS v(layout, rep, tps, sync, indexed),
+       LATERAL (SELECT jsonb_build_object(
+                  'tables', jsonb_build_object('pgbench_accounts', 'lab_disk', 'pgbench_history', 'lab_disk'),
+                  'indexes', jsonb_build_object('pgbench_accounts_pkey', CASE layout WHEN 'fast' THEN 'lab_ram' ELSE 'lab_disk' END)
+                             || CASE WHEN indexed THEN '{"pgbench_accounts_abalance_idx": "lab_disk"}' ELSE '{}' END::jsonb,
+                  'fillfactor', 100) AS rels) r;
+SELECT layout, runs, round(tps_mean::numeric, 1) AS mean, round(improvement_pct::numeric, 4) AS "improv_%"
+  FROM storlab.experiment_report(9002);
+-- experiment_io's runs are the report's
+SELECT layout, runs, reads FROM storlab.experiment_io(9002);
+-- merging the latency of runs measured differently is refused too (22023):
+-- here two layouts' runs, whose placement and work_mem differ
+\set VERBOSITY terse
+SELECT * FROM storlab.run_latency('{9201, 9202}');
+\set VERBOSITY default
+SELECT percentile, lat_ms, samples FROM storlab.run_latency('{9201, 9204}', '{50}');
+DELETE FROM storlab.job_records WHERE id = 9002;
+
 -- An experiment that does not exist is named as such.
 SELECT * FROM storlab.experiment_report(424242);
 SELECT * FROM storlab.experiment_io(424242);

@@ -82,3 +82,51 @@ STABLE PARALLEL SAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'check_writable_wrapper';
+
+-- ---- A CI role reads its own results and drops its own baselines ----
+-- A role granted EXECUTE on check(), baseline() and regressions() (the CI
+-- role of docs/ci.md) is given probe ids and baseline labels, and
+-- baseline()'s 42710 HINT sent it to DELETE FROM storlab.baselines, which
+-- it may not. Each probe and baseline now records the role that made it;
+-- storlab.own_probes and storlab.own_baselines show a role its own (never
+-- another role's), and storlab.drop_baseline() drops a baseline its caller
+-- took. The fleet's copies (LIKE the tables in 0.8.0) do not get the
+-- columns: a member's role names mean nothing on the collector (as a fresh
+-- install adds them after the copies are made: sql/catalog/own_rows.sql).
+ALTER TABLE storlab.probes ADD COLUMN measured_by name;  -- the role that measured it; NULL: before 0.9.0
+ALTER TABLE storlab.baselines ADD COLUMN taken_by name;  -- the role that took it; NULL: before 0.9.0
+COMMENT ON COLUMN storlab.probes.measured_by IS 'The role that measured it (its current_user); storlab.own_probes shows a role its own. NULL: measured before 0.9.0';
+COMMENT ON COLUMN storlab.baselines.taken_by IS 'The role that took it (its current_user), which may drop it with storlab.drop_baseline(); NULL: taken before 0.9.0';
+
+CREATE VIEW storlab.own_probes WITH (security_barrier) AS
+SELECT p.id, p.tablespace, p.location, p.workload, p.block_size, p.workers, p.direct, p.sync_method,
+       p.writes_per_sync, p.file_size, p.duration_s, p.ops, p.bytes, p.iops, p.mib_s, p.lat_mean_us,
+       p.lat_p50_us, p.lat_p90_us, p.lat_p99_us, p.lat_p999_us, p.lat_max_us, p.histogram, p.label,
+       p.system_identifier, p.hostname, p.started_at, p.suite, p.iodepth, p.engine, p.precision_pct,
+       p.iops_ci95_pct, p.io_method, p.effective_io_concurrency, p.node_id, p.measured_by
+  FROM storlab.probes p
+ WHERE p.measured_by OPERATOR(pg_catalog.=) ANY (ARRAY(
+         SELECT r.rolname FROM pg_catalog.pg_roles r WHERE pg_catalog.pg_has_role(r.oid, 'USAGE')));
+COMMENT ON VIEW storlab.own_probes IS 'The probes the current role measured (storlab.probes but env), for a role without SELECT on storlab.probes: the probe_ids check() gives a CI role';
+
+CREATE VIEW storlab.own_baselines WITH (security_barrier) AS
+SELECT b.id, b.label, b.tablespaces, b.duration_s, b.repetitions, b.system_identifier, b.hostname,
+       b.taken_at, b.node_id, b.taken_by,
+       ARRAY(SELECT bp.probe_id FROM storlab.baseline_probes bp
+              WHERE bp.baseline_id OPERATOR(pg_catalog.=) b.id ORDER BY bp.probe_id) AS probe_ids
+  FROM storlab.baselines b
+ WHERE b.taken_by OPERATOR(pg_catalog.=) ANY (ARRAY(
+         SELECT r.rolname FROM pg_catalog.pg_roles r WHERE pg_catalog.pg_has_role(r.oid, 'USAGE')));
+COMMENT ON VIEW storlab.own_baselines IS 'The baselines the current role took, with their probes (storlab.own_probes); storlab.drop_baseline(label) drops one';
+GRANT SELECT ON storlab.own_probes, storlab.own_baselines TO PUBLIC;
+
+-- storlab.drop_baseline(label): for the role that took it, or one that may
+-- DELETE from storlab.baselines; not for PUBLIC, as baseline() is not.
+CREATE FUNCTION storlab."drop_baseline"(
+	"label" TEXT /* Option < String > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'drop_baseline_wrapper';
+REVOKE ALL ON FUNCTION storlab.drop_baseline(text) FROM PUBLIC;

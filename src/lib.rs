@@ -62,6 +62,11 @@ extension_sql_file!(
     name = "fleet",
     requires = ["prune", node_id, node_info]
 );
+extension_sql_file!(
+    "../sql/catalog/own_rows.sql",
+    name = "own_rows",
+    requires = ["fleet"]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).

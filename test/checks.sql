@@ -5,7 +5,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SET storlab.suite_file_size = '8MB';
-SELECT plan(11);
+SELECT plan(20);
 
 -- RAM serves an 8 kB read far within 100 ms.
 SELECT ok(ok, description) FROM storlab.check('lab_ram', 'randread', 'lat_p99_us', '<', 100000, '300 ms');
@@ -39,6 +39,53 @@ GRANT CREATE ON TABLESPACE lab_ram TO tap_ci_checker;
 SET ROLE tap_ci_checker;
 SELECT lives_ok($$SELECT * FROM storlab.regressions('tap unchanged', duration => '50 ms', repetitions => 2)$$,
                 'a role with EXECUTE and CREATE on the tablespace, no grant on storlab''s tables, checks against a baseline');
+RESET ROLE;
+
+-- regressions() measures only the tablespaces it is asked about: a
+-- baseline of lab_ram and lab_disk checked on lab_ram probes lab_ram alone
+-- (it measured both, twice the time, and reported one).
+SELECT ok(storlab.baseline('tap two', '{lab_ram,lab_disk}', '50 ms', 2) > 0, 'a baseline of lab_ram and lab_disk is taken');
+SELECT coalesce(pg_sequence_last_value('storlab.probes_id_seq'), 0) AS probes_before \gset
+SELECT count(*) FROM storlab.regressions('tap two', '{lab_ram}', max_change_pct => 100, duration => '50 ms', repetitions => 2);
+SELECT is((SELECT array_agg(DISTINCT tablespace::text) FROM storlab.probes WHERE id > :probes_before),
+          ARRAY['lab_ram'], 'regressions(label, ''{lab_ram}'') measured lab_ram only');
+
+-- The CI role of docs/ci.md, with exactly the grants docs/safety.md lists
+-- for it, can follow storlab's own HINTs and read its own evidence:
+-- baseline()'s 42710 HINT gives a statement the role may run, and the
+-- probes check() names are the role's to read (storlab.own_probes), but
+-- no other role's rows, and no other role's baseline to drop.
+CREATE FUNCTION pg_temp.hint_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE h text;
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS h = PG_EXCEPTION_HINT;
+  RETURN h;
+END $$;
+CREATE ROLE tap_ci;
+GRANT EXECUTE ON FUNCTION storlab.check, storlab.baseline, storlab.regressions, storlab.drop_baseline TO tap_ci;
+GRANT CREATE ON TABLESPACE lab_ram TO tap_ci;
+SELECT current_user AS su \gset
+SET ROLE tap_ci;
+SELECT storlab.baseline('tap ci', '{lab_ram}', '50 ms', 2) AS ci_baseline \gset
+SELECT pg_temp.hint_of($$SELECT storlab.baseline('tap ci', '{lab_ram}', '50 ms', 2)$$) AS ci_hint \gset
+SELECT lives_ok(substring(:'ci_hint' from ': (.*)$'),
+                'the role runs the statement baseline()''s 42710 HINT gives it: ' || :'ci_hint');
+SELECT ok(storlab.baseline('tap ci', '{lab_ram}', '50 ms', 2) > :ci_baseline, 'and takes the label again');
+SELECT probe_ids AS ci_ids FROM storlab.check('lab_ram', 'randread', 'iops', '>', 0, '50 ms', 2) \gset
+SELECT is((SELECT count(*) FROM storlab.own_probes WHERE id = ANY (:'ci_ids')), 2::bigint,
+          'the role reads the probes check() named (storlab.own_probes), though it may not read storlab.probes');
+SELECT is((SELECT count(*) FROM storlab.own_probes WHERE measured_by <> 'tap_ci'), 0::bigint,
+          'and none of another role''s');
+SELECT is((SELECT array_length(probe_ids, 1) FROM storlab.own_baselines WHERE label = 'tap ci'), 12,
+          'it reads its baseline and the ids of its probes (storlab.own_baselines)');
+SELECT throws_ok($$SELECT storlab.drop_baseline('tap unchanged')$$, '42501', 'permission denied to drop baseline "tap unchanged"',
+                 'it may not drop another role''s baseline');
+SELECT is(pg_temp.hint_of($$SELECT storlab.baseline('tap unchanged', '{lab_ram}', '50 ms', 2)$$),
+          format('Take yours under another label: it was taken by role "%s".', :'su'),
+          'whose 42710 HINT says so, instead of naming a statement it may not run');
 RESET ROLE;
 
 -- A baseline whose figures are a hundred times better than the storage.

@@ -6,7 +6,7 @@
 -- No BEGIN: the job's worker sees only what is committed.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(75);
+SELECT plan(83);
 
 -- Waits (up to 60 s) until a job is done, failed or cancelled; its status.
 CREATE FUNCTION pg_temp.final_status(job bigint) RETURNS text LANGUAGE plpgsql AS $$
@@ -182,16 +182,51 @@ SELECT is((SELECT count(*)::int FROM storlab.bench_runs WHERE experiment_id = :f
               AND invalid LIKE '%fillfactor 50%'), 4, 'its four runs are marked invalid, naming the fillfactor');
 SELECT alike((SELECT invalid FROM storlab.bench_runs WHERE experiment_id = :ff AND NOT warmup ORDER BY id LIMIT 1),
              '%changed from 100 to 50 while it ran%', 'the first says it changed while it ran');
-SELECT alike((SELECT current_action FROM storlab.experiments WHERE id = :ff),
-             'done: 4 measured runs (4 in this session), 4 of them invalid%', 'the job says so');
+SELECT is((SELECT current_action FROM storlab.experiments WHERE id = :ff),
+          format('done: 0 measured runs in the report, 4 measured in this session; 4 invalid runs left out '
+                 '(bench_runs.invalid says why): storlab.experiment_resume(%s) measures them again; '
+                 'storlab.experiment_report(%s) compares them', :ff, :ff), 'the job says so');
 SELECT is((SELECT sum(runs)::int FROM storlab.experiment_report(:ff)), 0, 'and the report pools none of them');
 ALTER TABLE pgbench_accounts RESET (fillfactor);
 -- finished, with invalid runs: a resume measures them again
 SELECT is(storlab.experiment_resume(:ff), :ff::bigint, 'a finished experiment with invalid runs may be resumed');
 SELECT is(pg_temp.final_status(:ff), 'done', 'and finishes again');
 SELECT is((SELECT sum(runs)::int FROM storlab.experiment_report(:ff)), 4, 'its report now pools the four runs measured again');
+SELECT is((SELECT current_action FROM storlab.experiments WHERE id = :ff),
+          format('done: 4 measured runs in the report, 4 measured in this session; 4 invalid runs measured again '
+                 '(bench_runs.invalid says why); storlab.experiment_report(%s) compares them', :ff),
+          'and the job''s last words count the runs the report pools, not the invalid ones measured again');
 SELECT throws_ok(format('SELECT storlab.experiment_resume(%s)', :ff), '55006', NULL,
                  'once every cell has a valid run, a resume is refused');
+
+-- A run measured under other settings than the runs before it is invalid
+-- too: here ALTER DATABASE turns synchronous_commit off while the second
+-- run measures (its sessions read the settings at its start), so the third
+-- and fourth run without waiting for their commits. Each is marked with
+-- the reason, and the report pools the two measured as the experiment began.
+SELECT storlab.experiment_start('sync changed',
+  '[{"name": "disk", "tables": "lab_disk", "indexes": "lab_disk"}, {"name": "ram", "indexes": "lab_ram"}]',
+  script => 'tpcb-like', clients => '{1}', jobs => 1, duration => '1 s', repetitions => 2, warmup => '0', scale => 1) AS sync \gset
+SELECT alike(pg_temp.wait_action(:sync, 'repetition 1/2, layout ram, clients 1: measured run'),
+             '%: measured run', 'the second run measures');
+SELECT pg_sleep(0.5);
+SELECT format('ALTER DATABASE %I SET synchronous_commit = off', current_database()) \gexec
+SELECT is(pg_temp.final_status(:sync), 'done', 'the experiment finishes');
+SELECT is((SELECT array_agg(experiment_layout || ' ' || repetition || ': ' || coalesce(invalid, 'pooled') ORDER BY id)
+             FROM storlab.bench_runs WHERE experiment_id = :sync AND NOT warmup),
+          ARRAY['disk 1: pooled', 'ram 1: pooled',
+                format('ram 2: its sessions ran with synchronous_commit = off, where run %s (the experiment''s first) ran with on',
+                       (SELECT min(id) FROM storlab.bench_runs WHERE experiment_id = :sync)),
+                format('disk 2: its sessions ran with synchronous_commit = off, where run %s (the experiment''s first) ran with on',
+                       (SELECT min(id) FROM storlab.bench_runs WHERE experiment_id = :sync))],
+          'the runs after the change are marked invalid, naming the setting and the run it differs from');
+SELECT is((SELECT array_agg(layout || ':' || runs ORDER BY layout) FROM storlab.experiment_report(:sync)),
+          ARRAY['disk:1', 'ram:1'], 'the report pools the runs measured as the experiment began');
+SELECT format('ALTER DATABASE %I RESET synchronous_commit', current_database()) \gexec
+SELECT is(storlab.experiment_resume(:sync), :sync::bigint, 'with the setting restored, it is resumed');
+SELECT is(pg_temp.final_status(:sync), 'done', 'and finishes');
+SELECT is((SELECT array_agg(layout || ':' || runs ORDER BY layout) FROM storlab.experiment_report(:sync)),
+          ARRAY['disk:2', 'ram:2'], 'the two runs measured again are pooled');
 
 -- Once a layout names pg_wal's place, one that omits it wants it where the
 -- baseline does (stored so, with a NOTICE), as for tables and indexes.

@@ -318,8 +318,10 @@ declare -A QUERIES=(
   [chart_svg run]="SELECT storlab.chart_svg('run', $RUN)"
   [chart_svg probe]="SELECT storlab.chart_svg('probe', $PROBE)"
   [chart_svg tablespaces]="SELECT storlab.chart_svg('tablespaces')"
-  [probe_latency]="SELECT l FROM storlab.probe_latency(ARRAY(SELECT id FROM storlab.probes)) l"
-  [run_latency]="SELECT l FROM storlab.run_latency(ARRAY(SELECT id FROM storlab.bench_runs WHERE tps IS NOT NULL)) l"
+  # probes and runs measured alike (probe_latency and run_latency merge no
+  # other): the baseline's random reads on up_a, the bench run
+  [probe_latency]="SELECT l FROM storlab.probe_latency(ARRAY(SELECT id FROM storlab.probes WHERE tablespace = 'up_a' AND workload = 'randread' AND workers = 1 AND iodepth = 1 AND suite = 'standard')) l"
+  [run_latency]="SELECT l FROM storlab.run_latency(ARRAY(SELECT id FROM storlab.bench_runs WHERE experiment_id IS NULL AND tps IS NOT NULL)) l"
   [experiments view]="SELECT e FROM storlab.experiments e ORDER BY id"
   [jobs view]="SELECT j FROM storlab.jobs j ORDER BY id"
 )

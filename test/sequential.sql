@@ -62,7 +62,7 @@ SELECT is((SELECT array_agg(experiment_layout || ' ' || repetition ORDER BY id) 
           ARRAY['idx 1', 'seqscan 1', 'seqscan 2', 'idx 2'],
           'decided after repetition 2: the 4 runs of repetitions 3 and 4 were not run');
 SELECT alike((SELECT current_action FROM storlab.experiments WHERE id = :exp),
-             'done: 4 measured runs (4 in this session); comparisons: 1 different (decided: seqscan at 2 clients different after repetition 2); storlab.experiment_report(%) compares them',
+             'done: 4 measured runs in the report, 4 measured in this session; comparisons: 1 different (decided: seqscan at 2 clients different after repetition 2); storlab.experiment_report(%) compares them',
              'its last words say how each comparison ended');
 SELECT is((SELECT current_step FROM storlab.experiments WHERE id = :exp), 11, 'every step done or not needed');
 SELECT results_eq(

@@ -232,6 +232,7 @@ WRITERS=(
   "SELECT storlab.experiment_start('x', '{\"a\": {}, \"b\": {}}')"
   "SELECT storlab.experiment_resume(9105)"
   "SELECT storlab.baseline('standby')"
+  "SELECT storlab.drop_baseline('fixture')"
   "SELECT storlab.cancel(9105)"
   "CALL storlab.prune('1 day')"
 )

@@ -121,6 +121,12 @@ REVOKE ALL ON FUNCTION storlab.check(name, text, text, text, double precision, i
 REVOKE ALL ON FUNCTION storlab.baseline(text, name[], interval, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.regressions(text, name[], double precision, interval, integer, text) FROM PUBLIC;
 GRANT SELECT ON storlab.baselines, storlab.baseline_probes TO pg_monitor;
+-- A role's own probes and baselines (sql/catalog/own_rows.sql): readable by
+-- the role that measured them, whatever its other grants; dropping a
+-- baseline is for the role that took it (or one that may DELETE from
+-- storlab.baselines), and not for PUBLIC, as taking one is not.
+GRANT SELECT ON storlab.own_probes, storlab.own_baselines TO PUBLIC;
+REVOKE ALL ON FUNCTION storlab.drop_baseline(text) FROM PUBLIC;
 
 -- Relocation moves relations (as their owner could by hand): not for PUBLIC.
 REVOKE ALL ON FUNCTION storlab.move(regclass, name, boolean, interval, boolean, boolean) FROM PUBLIC;

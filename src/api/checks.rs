@@ -78,8 +78,19 @@ fn baseline(
     checks::take_baseline(label, &targets, duration, repetitions)
 }
 
-/// Measures every tablespace of the baseline again and reports (for all of
-/// them, or the named ones) per tablespace, workload and metric, the change and whether
+/// Drops baseline `label`, taken by the caller (or by a role whose
+/// privileges it has; a role that may DELETE from storlab.baselines may
+/// drop any): the HINT of baseline()'s 42710 names it. Its probes stay.
+/// Returns the dropped baseline's id.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn drop_baseline(label: Option<String>) -> i64 {
+    crate::ops::standby::refuse_writes("drop a baseline").or_raise();
+    checks::drop_baseline(&required(label, "label"))
+}
+
+/// Measures the baseline's tablespaces again (all of them, or the named
+/// ones) and reports per tablespace, workload and metric, the change and whether
 /// it is a regression: worse by more than max_change_pct and significant
 /// (Welch's t-test, one-sided, p < 0.05), in a first round and again in a
 /// second one that any flagged figure triggers.

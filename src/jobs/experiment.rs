@@ -28,7 +28,7 @@ use crate::sqltypes::Name;
 use storlab_core::env;
 use storlab_core::record::{ExperimentProgress, ExperimentWalStop, Record};
 use storlab_core::report::experiment::{placement_sentence, Expected, Observation};
-use storlab_core::report::sequential;
+use storlab_core::report::{pooled, sequential};
 use storlab_core::request::bench::BenchInit;
 use storlab_core::request::experiment::{pgoptions, session_settings, Experiment, Step};
 use storlab_core::sql_text::{ident, literal};
@@ -84,40 +84,29 @@ impl Done {
     }
 }
 
-fn done(job: &Job) -> Done {
+fn done(job: &Job, e: &Experiment) -> Done {
     bookkeeping(|| {
-        Spi::connect(|c| {
-            let runs = c
-                .select(
-                    "SELECT fillfactor, repetition, experiment_layout, clients FROM storlab.bench_runs
-                      WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL",
-                    None,
-                    &[job.id.into()],
-                )?
-                .map(|r| {
-                    Ok((
-                        r.get::<i32>(1)?.unwrap_or(0),
-                        r.get::<i32>(2)?.unwrap_or(0),
-                        r.get::<String>(3)?.unwrap_or_default(),
-                        r.get::<i32>(4)?.unwrap_or(0),
-                    ))
-                })
-                .collect::<Result<HashSet<_>, pgrx::spi::Error>>()?;
-            let sizes = c
-                .select(
-                    "SELECT DISTINCT fillfactor, layout FROM storlab.experiment_sizes WHERE experiment_id = $1",
-                    None,
-                    &[job.id.into()],
-                )?
-                .map(|r| Ok((r.get::<i32>(1)?.unwrap_or(0), r.get::<String>(2)?.unwrap_or_default())))
-                .collect::<Result<HashSet<_>, pgrx::spi::Error>>()?;
-            Ok(Done { runs, sizes })
-        })
+        // the runs the report pools: one left out is measured again
+        let runs = report::judged_runs(job.id, e)
+            .into_iter()
+            .filter(|(_, why)| why.is_none())
+            .filter_map(|(r, _)| Some((r.fillfactor?, r.repetition, r.layout, r.clients)))
+            .collect();
+        let sizes = Spi::connect(|c| {
+            c.select(
+                "SELECT DISTINCT fillfactor, layout FROM storlab.experiment_sizes WHERE experiment_id = $1",
+                None,
+                &[job.id.into()],
+            )?
+            .map(|r| Ok((r.get::<i32>(1)?.unwrap_or(0), r.get::<String>(2)?.unwrap_or_default())))
+            .collect::<Result<HashSet<_>, pgrx::spi::Error>>()
+        })?;
+        Ok(Done { runs, sizes })
     })
 }
 
 pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
-    let done = done(job);
+    let done = done(job, e);
     let steps = e.steps();
     let mut measured = 0;
     for (i, &step) in steps.iter().enumerate() {
@@ -222,7 +211,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 let expected = expected(e, layout, fillfactor);
                 if e.warmup_s > 0 {
                     progress(job, i, &doing("warm-up run"));
-                    one_run(
+                    let _warmup = one_run(
                         job,
                         e,
                         name,
@@ -235,7 +224,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                     )?;
                 }
                 progress(job, i, &doing("measured run"));
-                one_run(
+                let run_id = one_run(
                     job,
                     e,
                     name,
@@ -246,19 +235,34 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                     options.as_deref(),
                     &expected,
                 )?;
+                mark_other_conditions(job, e, run_id);
                 measured += 1;
             }
         }
         progress(job, i + 1, &e.describe(step, "done"));
     }
-    let total = done.runs.len() + measured;
-    let invalid = invalid_runs(job);
-    let left_out = match invalid {
-        0 => String::new(),
-        n => format!(
-            ", {n} of them invalid (their observations disagree with their layout: bench_runs.invalid says why), left out of the report"
-        ),
-    };
+    let counted = bookkeeping(|| {
+        let judged = report::judged_runs(job.id, e);
+        let (runs, why): (Vec<_>, Vec<_>) = judged.into_iter().unzip();
+        Ok(pooled::tally(&runs, &why, &e.fillfactors))
+    });
+    let mut left_out = String::new();
+    if counted.replaced > 0 {
+        left_out.push_str(&format!(
+            "; {} invalid run{} measured again (bench_runs.invalid says why)",
+            counted.replaced,
+            if counted.replaced == 1 { "" } else { "s" }
+        ));
+    }
+    if counted.open > 0 {
+        left_out.push_str(&format!(
+            "; {} invalid run{} left out (bench_runs.invalid says why): storlab.experiment_resume({}) measures {} again",
+            counted.open,
+            if counted.open == 1 { "" } else { "s" },
+            job.id,
+            if counted.open == 1 { "it" } else { "them" }
+        ));
+    }
     // a sequential experiment says how it ended: each comparison decided,
     // or undecided at the maximum
     let answered = if e.stop.is_some() {
@@ -274,7 +278,12 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
     progress(
         job,
         steps.len(),
-        &format!("done: {total} measured runs ({measured} in this session){left_out}{answered}; storlab.experiment_report({}) compares them", job.id),
+        &format!(
+            "done: {} measured run{} in the report, {measured} measured in this session{left_out}{answered}; storlab.experiment_report({}) compares them",
+            counted.pooled,
+            if counted.pooled == 1 { "" } else { "s" },
+            job.id
+        ),
     );
     Ok(())
 }
@@ -316,17 +325,25 @@ fn stop_for_wal(job: &Job, i: usize, needed: &str, why: &str) {
     });
 }
 
-/// The measured runs of the experiment whose observations disagree with
-/// their layout.
-fn invalid_runs(job: &Job) -> i64 {
+/// Marks the measured run `run_id` invalid when it ran under other
+/// conditions (settings, pgbench's relations) than the experiment's runs
+/// before it (`storlab_core::report::pooled`): its row says why, as for
+/// observations that disagree with its layout, and the report finds the
+/// same.
+fn mark_other_conditions(job: &Job, e: &Experiment, run_id: i64) {
     bookkeeping(|| {
-        read::one::<i64>(
-            "SELECT pg_catalog.count(*) FROM storlab.bench_runs
-              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NOT NULL",
-            &[job.id.into()],
+        let judged = report::judged_runs(job.id, e);
+        let Some((_, Some(why))) = judged
+            .iter()
+            .find(|(r, _)| r.id == run_id && r.invalid.is_none())
+        else {
+            return Ok(());
+        };
+        Spi::run_with_args(
+            "UPDATE storlab.bench_runs SET invalid = $2 WHERE id = $1 AND invalid IS NULL",
+            &[run_id.into(), why.clone().into()],
         )
-    })
-    .unwrap_or(0)
+    });
 }
 
 /// What a run of this cell must observe: the layout's tablespaces (every
@@ -471,7 +488,7 @@ fn vacuum_analyze(job: &Job, dir: &Path) -> Result<(), JobEnd> {
 }
 
 /// One warm-up or measured run: its storlab.bench_runs row (an id from the
-/// jobs' sequence, job_id the experiment's), then the run itself.
+/// jobs' sequence, job_id the experiment's), then the run itself; its id.
 #[allow(clippy::too_many_arguments)]
 fn one_run(
     job: &Job,
@@ -483,7 +500,7 @@ fn one_run(
     dir: &Path,
     pgoptions: Option<&str>,
     expected: &Expected,
-) -> Result<(), JobEnd> {
+) -> Result<i64, JobEnd> {
     let mut r = e.run(clients, if warmup { e.warmup_s } else { e.duration_s });
     let options = r.options.to_json();
     // the experiment's own CHECKPOINT came before the warm-up
@@ -519,7 +536,8 @@ fn one_run(
         &dir.join(format!("run_{run_id}")),
         pgoptions,
         Some(expected),
-    )
+    )?;
+    Ok(run_id)
 }
 
 /// One of pgbench's relations, where its files are.

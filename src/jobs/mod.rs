@@ -302,11 +302,19 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
         // its own: a creator seen as committed has its row visible to the
         // snapshot that transaction takes (the reads ask for no xid, so
         // they share their transaction's snapshot, taken before the status
-        // was read)
+        // was read). Committed in the commit log is not enough: a commit is
+        // recorded there before it leaves the proc array, and a snapshot
+        // taken in between still sees it running; so committed counts only
+        // once the status read's own snapshot sees it, and every later
+        // snapshot then does
         let creator_status = match creator {
             Some(xid) => bookkeeping(|| {
                 read::one::<String>(
-                    "SELECT pg_catalog.pg_xact_status($1::text::xid8)",
+                    "SELECT CASE WHEN s OPERATOR(pg_catalog.=) 'committed'
+                                  AND NOT pg_catalog.pg_visible_in_snapshot(x, pg_catalog.pg_current_snapshot())
+                                 THEN 'in progress' ELSE s END
+                       FROM (SELECT $1::text::pg_catalog.xid8 AS x) c,
+                            LATERAL (SELECT pg_catalog.pg_xact_status(c.x) AS s) t",
                     &[xid.to_string().into()],
                 )
             }),

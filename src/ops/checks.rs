@@ -9,7 +9,7 @@ use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
-use super::identity::as_owner;
+use super::identity::{self, as_owner};
 use super::read;
 use super::server::{hostname, system_identifier, this_server};
 use super::standby;
@@ -33,17 +33,24 @@ fn run(duration: Duration, label: &'static str) -> SuiteRun<'static> {
 
 /// Ids of the newest standard-suite probes of `item` on `target` younger
 /// than CHECK_REUSE_SECS, at most `n`.
+/// Only probes the caller may read are reused (its own, or any when it
+/// may read storlab.probes): the probe_ids a check returns are its
+/// evidence, and its caller must be able to look them up.
 fn young_probes(target: &Target, item: &SuiteItem, n: usize) -> Vec<i64> {
     let mut args = item_args(&target.name, item);
     args.push(this_server().into());
     args.push((CHECK_REUSE_SECS as f64).into());
     args.push((n as i64).into());
     args.push(standby::probes_arg());
+    args.push(identity::caller().into());
     probe_ids(
         &format!(
             "SELECT id FROM {}
               WHERE {ITEM_PROBES} AND system_identifier = ANY($6)
                 AND started_at > pg_catalog.now() - pg_catalog.make_interval(secs => $7)
+                AND (pg_catalog.has_table_privilege($10, 'storlab.probes', 'SELECT')
+                     OR EXISTS (SELECT FROM pg_catalog.pg_roles r
+                                 WHERE r.rolname = measured_by AND pg_catalog.pg_has_role($10, r.oid, 'USAGE')))
               ORDER BY started_at DESC LIMIT $8",
             standby::probes_from(9)
         ),
@@ -199,14 +206,15 @@ pub fn take_baseline(
     repetitions: usize,
 ) -> i64 {
     let names: Vec<Name> = targets.iter().map(|t| Name(t.name.clone())).collect();
+    let caller = identity::caller();
     // One statement claims the label: a second session taking the same one
     // waits for the first (like any unique key, within lock_timeout) and
     // finds it taken when the first commits, rather than a unique violation.
     let id = as_owner(|| {
         Spi::get_one_with_args::<i64>(
             "WITH taken AS (
-               INSERT INTO storlab.baselines (label, tablespaces, duration_s, repetitions, system_identifier, hostname)
-               VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (label) DO NOTHING RETURNING id)
+               INSERT INTO storlab.baselines (label, tablespaces, duration_s, repetitions, system_identifier, hostname, taken_by)
+               VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (label) DO NOTHING RETURNING id)
              SELECT (SELECT id FROM taken)",
             &[
                 label.into(),
@@ -215,18 +223,27 @@ pub fn take_baseline(
                 (repetitions as i32).into(),
                 system_identifier().into(),
                 hostname().into(),
+                Name(caller).into(),
             ],
         )
         .map_err(spi("storing the baseline"))
         .or_raise()
     });
     let Some(id) = id else {
-        Error::new(SqlState::DuplicateObject, format!("baseline \"{label}\" already exists"))
-            .with_hint(format!(
-                "Take it under another label, or remove the old one first: DELETE FROM storlab.baselines WHERE label = {}",
-                storlab_core::sql_text::literal(&label)
-            ))
-            .raise()
+        // the way out the caller can take: drop its own, or another label
+        let hint = match may_drop(label) {
+            Ok(_) => format!(
+                "Take it under another label, or drop the old one first: SELECT storlab.drop_baseline({})",
+                storlab_core::sql_text::literal(label)
+            ),
+            Err(taken_by) => format!("Take yours under another label: it was taken by {taken_by}."),
+        };
+        Error::new(
+            SqlState::DuplicateObject,
+            format!("baseline \"{label}\" already exists"),
+        )
+        .with_hint(hint)
+        .raise()
     };
     let probes = suite_repetitions(targets, repetitions, run(duration, "baseline"));
     let (reps, ids): (Vec<i32>, Vec<i64>) =
@@ -239,6 +256,69 @@ pub fn take_baseline(
         )
         .map_err(spi("storing the baseline's probes"))
         .or_raise()
+    });
+    id
+}
+
+/// May the caller drop baseline `label`: it took it (or has the privileges
+/// of the role that did), or it may DELETE from storlab.baselines by hand.
+/// Ok(the baseline's id, None for no such baseline); Err(who took it, as a
+/// sentence's object) when it may not.
+fn may_drop(label: &str) -> Result<Option<i64>, String> {
+    let (id, taken_by) = as_owner(|| {
+        read::two::<i64, String>(
+            "SELECT b.id, b.taken_by::text FROM (SELECT) one LEFT JOIN storlab.baselines b ON b.label = $1",
+            &[label.into()],
+        )
+        .map_err(spi("reading the baselines"))
+        .or_raise()
+    });
+    let Some(id) = id else { return Ok(None) };
+    let caller = identity::current_user();
+    let by_hand = read::one::<bool>(
+        "SELECT pg_catalog.has_table_privilege($1, 'storlab.baselines', 'DELETE')",
+        &[caller.into()],
+    )
+    .map_err(spi("reading privileges"))
+    .or_raise()
+    .unwrap_or(false);
+    let own = taken_by
+        .as_deref()
+        .and_then(identity::role_oid)
+        .is_some_and(identity::has_privs_of);
+    if by_hand || own {
+        Ok(Some(id))
+    } else {
+        Err(match taken_by {
+            Some(role) => format!("role \"{role}\""),
+            None => "a release before 0.9.0, which did not record who took it".into(),
+        })
+    }
+}
+
+/// Drops baseline `label` (its links to its probes with it; the probes
+/// stay, as a DELETE by hand leaves them), as the owner once the caller
+/// may: the role that took it, or one that may DELETE from
+/// storlab.baselines. Its id.
+pub fn drop_baseline(label: &str) -> i64 {
+    let id = match may_drop(label) {
+        Ok(Some(id)) => id,
+        Ok(None) => Error::new(SqlState::UndefinedObject, format!("baseline \"{label}\" does not exist"))
+            .with_hint("storlab.own_baselines lists the baselines you took.")
+            .raise(),
+        Err(taken_by) => Error::new(
+            SqlState::InsufficientPrivilege,
+            format!("permission denied to drop baseline \"{label}\""),
+        )
+        .with_detail(format!(
+            "It was taken by {taken_by}: only a role with that role's privileges, or one that may DELETE from storlab.baselines, may drop it."
+        ))
+        .raise(),
+    };
+    as_owner(|| {
+        Spi::run_with_args("DELETE FROM storlab.baselines WHERE id = $1", &[id.into()])
+            .map_err(spi("dropping the baseline"))
+            .or_raise()
     });
     id
 }
@@ -349,14 +429,13 @@ fn fleet_baseline(server: &str, label: &str) -> Baseline {
     }
 }
 
-/// The baseline's tablespaces (every one is measured again, whichever are
-/// reported), and the names of those to report: all, or the named ones
-/// among them.
+/// The tablespaces to measure again and report: all of the baseline's, or
+/// the named ones among them.
 fn baseline_targets(
     baseline: &Baseline,
     label: &str,
     only: Option<Vec<Option<Name>>>,
-) -> (Vec<Target>, Vec<String>) {
+) -> Vec<Target> {
     let taken = baseline.tablespaces();
     let report: Vec<String> = match only {
         None => taken.clone(),
@@ -375,15 +454,13 @@ fn baseline_targets(
             .raise();
         }
     }
-    // This database's baseline: every tablespace it was taken on is measured
-    // again. Another server's: only those reported, which must exist here by
-    // name (that server may have had tablespaces this one has not).
-    let measured = match baseline {
-        Baseline::Local(_) => &taken,
-        Baseline::Fleet { .. } => &report,
-    };
-    let targets = measured
+    // Only those reported are measured: the others' figures would be
+    // thrown away (a baseline of every tablespace checked on one took twice
+    // as long). Another server's must exist here by name (that server may
+    // have had tablespaces this one has not).
+    taken
         .iter()
+        .filter(|t| report.contains(t))
         .map(|t| {
             resolve(t)
                 .map_err(|e| match baseline {
@@ -394,8 +471,7 @@ fn baseline_targets(
                 })
                 .or_raise()
         })
-        .collect();
-    (targets, report)
+        .collect()
 }
 
 /// Measures the baseline's tablespaces again and judges every figure: a
@@ -414,7 +490,7 @@ pub fn regressions(
         None => match baseline_id(label) {
             Some(id) => Baseline::Local(id),
             None => Error::new(SqlState::UndefinedObject, format!("baseline \"{label}\" does not exist"))
-                .with_hint("Take one with storlab.baseline(label) on known-good storage; storlab.baselines lists them.")
+                .with_hint("Take one with storlab.baseline(label) on known-good storage; storlab.own_baselines lists those you took (storlab.baselines, every one).")
                 .raise(),
         },
     };
@@ -442,11 +518,9 @@ pub fn regressions(
             server.unwrap_or_default()
         ),
     }
-    // Every tablespace of the baseline is measured again, in the same
-    // interleaved order, even when only some are reported: what runs
-    // between two probes of a volume (another tablespace's fill on the same
-    // disk) is then what ran when the baseline was taken.
-    let (targets, report) = baseline_targets(&baseline, label, only);
+    // The tablespaces asked for are measured again in the baseline's
+    // interleaved order, repetition after repetition over all of them.
+    let targets = baseline_targets(&baseline, label, only);
     let run = run(duration, "regressions");
     let first = suite_repetitions(&targets, repetitions, run);
     let mut out = judge_round(&baseline, &targets, &first, max_change_pct);
@@ -456,7 +530,7 @@ pub fn regressions(
     // `out` runs tablespace by tablespace: dedup leaves each name once
     let mut flagged: Vec<&str> = out
         .iter()
-        .filter(|r| r.verdict.is_regression() && report.contains(&r.tablespace))
+        .filter(|r| r.verdict.is_regression())
         .map(|r| r.tablespace.as_str())
         .collect();
     flagged.dedup();
@@ -479,7 +553,6 @@ pub fn regressions(
             }
         }
     }
-    out.retain(|r| report.contains(&r.tablespace));
     out
 }
 

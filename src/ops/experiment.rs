@@ -98,27 +98,32 @@ pub fn start(mut e: Experiment) -> i64 {
 /// others (and stops again if pg_wal has not moved). Returns its id.
 pub fn resume(experiment_id: i64) -> i64 {
     let done_may_go_on = as_owner(|| {
-        let (waits_for_wal, fewer_runs, sequential) = Spi::get_three_with_args::<bool, bool, bool>(
+        let (waits_for_wal, sequential) = Spi::get_two_with_args::<bool, bool>(
             "SELECT EXISTS (SELECT FROM storlab.experiment_records WHERE id = $1 AND wal_needed IS NOT NULL),
-                 -- fewer cells with a valid measured run than the experiment has
-                 -- (a run marked invalid, since a finished job measured every cell)
-                 (SELECT pg_catalog.count(DISTINCT (b.fillfactor, b.repetition, b.experiment_layout, b.clients))
-                       FROM storlab.bench_runs b
-                      WHERE b.experiment_id = $1 AND NOT b.warmup AND b.invalid IS NULL AND b.tps IS NOT NULL)
-                    < (SELECT pg_catalog.jsonb_array_length(j.args->'layouts') * pg_catalog.jsonb_array_length(j.args->'clients')
-                              * pg_catalog.jsonb_array_length(j.args->'fillfactors') * (j.args->>'repetitions')::int
-                         FROM storlab.job_records j WHERE j.id = $1),
-                 (SELECT j.args ? 'stop' FROM storlab.job_records j WHERE j.id = $1)",
+                    (SELECT j.args ? 'stop' FROM storlab.job_records j WHERE j.id = $1 AND j.kind = 'experiment')",
             &[experiment_id.into()],
         )?;
+        let Some(sequential) = sequential else {
+            // no such experiment: jobs::restart names what there is
+            return Ok(false);
+        };
+        let e = report::experiment_of(experiment_id);
         // a sequential experiment has fewer runs than its maximum once
         // answered: it may go on only where its job would run something (a
-        // comparison still open, or a run that was invalid)
-        let more = if sequential == Some(true) {
-            let e = report::experiment_of(experiment_id);
-            sequential::runs_left(&e, &report::sequential_runs(experiment_id))
+        // comparison still open, or a run that was invalid); a fixed one
+        // where a cell and repetition has no pooled run (a finished job
+        // measured every one: one was left out, by its observations or
+        // its conditions)
+        let more = if sequential {
+            sequential::runs_left(&e, &report::sequential_runs(experiment_id, &e))
         } else {
-            fewer_runs == Some(true)
+            let judged = report::judged_runs(experiment_id, &e);
+            let filled: std::collections::HashSet<_> = judged
+                .iter()
+                .filter(|(_, why)| why.is_none())
+                .map(|(r, _)| r.slot())
+                .collect();
+            filled.len() < e.layouts.len() * e.clients.len() * e.fillfactors.len() * e.repetitions as usize
         };
         Ok(waits_for_wal == Some(true) || more)
     })

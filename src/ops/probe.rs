@@ -371,6 +371,7 @@ pub fn measure(
         engine: spec.engine.as_str().into(),
         precision_pct: spec.precision_pct,
         iops_ci95_pct: result.iops_ci95_pct,
+        measured_by: Some(super::identity::caller()),
     };
     if standby::in_recovery() {
         return Ok(standby::keep_unstored(&probe));

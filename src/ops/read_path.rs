@@ -391,6 +391,7 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
         check_plan(&table, scan)?;
     }
 
+    let measured_by = super::identity::caller();
     let mut ids = Vec::new();
     for (repetition, eic, scan) in schedule(args) {
         via.set(eic);
@@ -424,9 +425,9 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
             Spi::get_one_with_args::<i64>(
                 "INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method,
                      file_size, duration_s, ops, bytes, iops, mib_s, histogram, env, label, system_identifier,
-                     hostname, started_at, suite, iodepth, engine, io_method, effective_io_concurrency)
+                     hostname, started_at, suite, iodepth, engine, io_method, effective_io_concurrency, measured_by)
                  VALUES ($1, $2, $3, 8192, 1, false, 'none', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-                         pg_catalog.to_timestamp($15), 'read_path', 1, 'postgres', $16, $17)
+                         pg_catalog.to_timestamp($15), 'read_path', 1, 'postgres', $16, $17, $18)
                  RETURNING id",
                 &[
                     Name(target.name.clone()).into(),
@@ -446,6 +447,7 @@ pub fn run(target: &Target, args: &ReadPathArgs, label: Option<&str>) -> Result<
                     started.into(),
                     io_method.as_str().into(),
                     eic.into(),
+                    Name(measured_by.clone()).into(),
                 ],
             )
         })

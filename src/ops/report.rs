@@ -15,8 +15,9 @@ use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::read;
 use storlab_core::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
 use storlab_core::report::latency::run_percentiles;
+use storlab_core::report::pooled::{self, StoredRun};
 use storlab_core::report::sequential::{self, Comparison};
-use storlab_core::request::experiment::Experiment;
+use storlab_core::request::experiment::{session_settings, Experiment};
 use storlab_core::request::job::{JobArgs, JobSpec};
 use storlab_core::sequential::Decision;
 
@@ -62,8 +63,9 @@ pub struct ReportRow {
 /// naming the runs it leaves out.
 pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
     let e = experiment_of(id);
-    say_left_out(id, &e);
-    let runs = stored_runs(id);
+    let judged = judged_runs(id, &e);
+    say_left_out(id, &judged);
+    let runs = stored_runs(&pooled_ids(&judged));
     let sizes = stored_sizes(id);
 
     let mut cells = Vec::new();
@@ -212,10 +214,83 @@ pub fn experiment_of(id: i64) -> Experiment {
     }
 }
 
-/// The runs a report pools: measured (no warm-up), with a result, and
-/// observations that agree with their cell; `$1` is the experiment.
-const POOLED_RUNS: &str = "FROM storlab.bench_runs
-      WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL AND invalid IS NULL";
+/// The runs a report pools, `$1` their ids ([`pooled_ids`]).
+const POOLED_RUNS: &str = "FROM storlab.bench_runs WHERE id OPERATOR(pg_catalog.=) ANY ($1)";
+
+/// The experiment's measured runs (no warm-up, with a result), in the
+/// order they were measured, each with why the report leaves it out (None:
+/// pooled): its stored reason, a fillfactor that is none of the
+/// experiment's, or conditions other than the runs before it had
+/// (`storlab_core::report::pooled`). Read as the caller (the report) or the
+/// owner (the job); the job marks what it finds, this finds it for runs
+/// stored before storlab judged conditions too.
+pub fn judged_runs(id: i64, e: &Experiment) -> Vec<(StoredRun, Option<String>)> {
+    let rows = Spi::connect(|c| {
+        c.select(
+            "SELECT id, experiment_layout, fillfactor, clients, repetition, invalid, settings,
+                    observed->'start'->'tables', observed->'start'->'indexes'
+               FROM storlab.bench_runs
+              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL
+              ORDER BY id",
+            None,
+            &[id.into()],
+        )?
+        .map(|r| {
+            let names = |j: Option<JsonB>| {
+                j.and_then(|j| {
+                    j.0.as_object()
+                        .map(|o| o.keys().cloned().collect::<Vec<_>>())
+                })
+            };
+            let (tables, indexes) = (names(r.get::<JsonB>(8)?), names(r.get::<JsonB>(9)?));
+            Ok(StoredRun {
+                id: r.get::<i64>(1)?.unwrap_or(0),
+                layout: r.get::<String>(2)?.unwrap_or_default(),
+                fillfactor: r.get::<i32>(3)?,
+                clients: r.get::<i32>(4)?.unwrap_or(0),
+                repetition: r.get::<i32>(5)?.unwrap_or(0),
+                invalid: r.get::<String>(6)?,
+                settings: r.get::<JsonB>(7)?.and_then(|j| {
+                    j.0.as_object().map(|o| {
+                        o.iter()
+                            .map(|(k, v)| {
+                                (
+                                    k.clone(),
+                                    v.as_str().map_or_else(|| v.to_string(), String::from),
+                                )
+                            })
+                            .collect()
+                    })
+                }),
+                // runs that recorded neither (before storlab observed them)
+                relations: match (tables, indexes) {
+                    (None, None) => None,
+                    (t, i) => Some(t.into_iter().chain(i).flatten().collect()),
+                },
+            })
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's runs"))
+    .or_raise();
+    let declared = e
+        .layouts
+        .iter()
+        .flat_map(|l| session_settings(&l.placement))
+        .map(|(name, _)| name.to_lowercase())
+        .collect();
+    let why = pooled::left_out(&rows, &e.fillfactors, &declared);
+    rows.into_iter().zip(why).collect()
+}
+
+/// The ids of the runs a report pools.
+pub fn pooled_ids(judged: &[(StoredRun, Option<String>)]) -> Vec<i64> {
+    judged
+        .iter()
+        .filter(|(_, why)| why.is_none())
+        .map(|(r, _)| r.id)
+        .collect()
+}
 
 /// The (layout, fillfactor, clients) of a run, from the first three
 /// columns of a query on POOLED_RUNS.
@@ -227,8 +302,8 @@ fn cell_of(r: &pgrx::spi::SpiHeapTupleData<'_>) -> Result<(String, i32, i32), pg
     ))
 }
 
-/// Measured runs with a result, per (layout, fillfactor, clients).
-fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
+/// The runs `ids` (those a report pools), per (layout, fillfactor, clients).
+fn stored_runs(ids: &[i64]) -> HashMap<(String, i32, i32), Runs> {
     let rows = Spi::connect(|c| {
         c.select(
             &format!(
@@ -239,7 +314,7 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
                    {POOLED_RUNS} ORDER BY id"
             ),
             None,
-            &[id.into()],
+            &[ids.to_vec().into()],
         )?
         .map(|r| {
             Ok((
@@ -277,12 +352,13 @@ fn stored_runs(id: i64) -> HashMap<(String, i32, i32), Runs> {
 /// clients): what a sequential experiment's looks are made of, for its job
 /// deciding which runs are still needed and for experiment_resume (the
 /// report takes them from the runs it reads anyway).
-pub fn sequential_runs(id: i64) -> sequential::Runs {
+pub fn sequential_runs(id: i64, e: &Experiment) -> sequential::Runs {
+    let ids = pooled_ids(&judged_runs(id, e));
     let rows = Spi::connect(|c| {
         c.select(
             &format!("SELECT experiment_layout, fillfactor, clients, repetition, tps {POOLED_RUNS} ORDER BY id"),
             None,
-            &[id.into()],
+            &[ids.into()],
         )?
         .map(|r| Ok((cell_of(&r)?, r.get::<i32>(4)?.unwrap_or(0), r.get::<f64>(5)?.unwrap_or(0.0))))
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
@@ -302,37 +378,31 @@ pub fn comparisons(id: i64, e: &Experiment, done: u32) -> Vec<Comparison> {
     if e.stop.is_none() {
         return Vec::new();
     }
-    sequential::comparisons(e, &sequential_runs(id), done)
+    sequential::comparisons(e, &sequential_runs(id, e), done)
 }
 
-/// Names, in a NOTICE, the measured runs the report does not pool: those
-/// whose observations disagree with their layout (`bench_runs.invalid`),
-/// and any whose fillfactor is none of the experiment's.
-fn say_left_out(id: i64, e: &Experiment) {
-    let rows = Spi::connect(|c| {
-        c.select(
-            "SELECT pg_catalog.format('run %s (layout %s, repetition %s, clients %s): %s', id, experiment_layout,
-                                      repetition, clients,
-                                      coalesce(invalid, pg_catalog.format('fillfactor %s is none of the experiment''s', fillfactor)))
-               FROM storlab.bench_runs
-              WHERE experiment_id = $1 AND NOT warmup AND tps IS NOT NULL
-                AND (invalid IS NOT NULL OR fillfactor IS NULL OR fillfactor OPERATOR(pg_catalog.<>) ALL ($2))
-              ORDER BY id",
-            None,
-            &[id.into(), e.fillfactors.clone().into()],
-        )?
-        .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
-        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
-    })
-    .map_err(spi("reading the experiment's runs"))
-    .or_raise();
+/// Names, in a NOTICE, the measured runs the report does not pool, each
+/// with why ([`judged_runs`]).
+fn say_left_out(id: i64, judged: &[(StoredRun, Option<String>)]) {
+    let rows: Vec<String> = judged
+        .iter()
+        .filter_map(|(r, why)| {
+            why.as_ref().map(|why| {
+                format!(
+                    "run {} (layout {}, repetition {}, clients {}): {why}",
+                    r.id, r.layout, r.repetition, r.clients
+                )
+            })
+        })
+        .collect();
     if !rows.is_empty() {
         pgrx::notice!(
-            "storlab: experiment {id}: {} measured run{} left out of the report, since what {} observed disagrees with {} layout: {}",
+            "storlab: experiment {id}: {} measured run{} left out of the report, since what {} observed disagrees with {} layout or with the runs before {}: {}",
             rows.len(),
             if rows.len() == 1 { " is" } else { "s are" },
             if rows.len() == 1 { "it" } else { "they" },
             if rows.len() == 1 { "its" } else { "their" },
+            if rows.len() == 1 { "it" } else { "them" },
             rows.join("; ")
         );
     }
@@ -375,13 +445,14 @@ fn stored_sizes(id: i64) -> HashMap<(String, i32), Sizes> {
 /// clients, backend type, object, context.
 pub fn experiment_io(id: i64) -> Vec<storlab_core::report::io::IoRow> {
     let e = experiment_of(id);
+    let ids = pooled_ids(&judged_runs(id, &e));
     let runs = Spi::connect(|c| {
         c.select(
             &format!(
                 "SELECT experiment_layout, fillfactor, clients, server_io {POOLED_RUNS} ORDER BY id"
             ),
             None,
-            &[id.into()],
+            &[ids.into()],
         )?
         .map(|r| Ok((cell_of(&r)?, r.get::<JsonB>(4)?.map(|j| j.0))))
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()

@@ -10,6 +10,9 @@ use super::Record;
 /// `id` (an identity) and `node_id` (the column's default, the node that
 /// stores it) are not carried; nor are read_path's `io_method` and
 /// `effective_io_concurrency`, which the probes of files do not have.
+/// Under an install not updated to 0.9.0 (no `measured_by` column) a probe
+/// is refused (55000, record::Record::columns_in), as any record whose
+/// value the table cannot hold.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Probe {
     pub tablespace: String,
@@ -45,6 +48,8 @@ pub struct Probe {
     pub engine: String,
     pub precision_pct: Option<f64>,
     pub iops_ci95_pct: Option<f64>,
+    /// the role that measured it (storlab.own_probes shows a role its own)
+    pub measured_by: Option<String>,
 }
 
 impl Record for Probe {
@@ -123,6 +128,7 @@ mod tests {
             assert!(!cols.iter().any(|x| x == c), "{c}");
         }
         assert_eq!(cols.first().map(String::as_str), Some("tablespace"));
-        assert_eq!(cols.len(), 31);
+        assert_eq!(cols.last().map(String::as_str), Some("measured_by"));
+        assert_eq!(cols.len(), 32);
     }
 }

@@ -69,6 +69,72 @@ pub fn run_percentiles(blobs: &[Vec<u8>], percentiles: &[f64]) -> Result<Merged>
     })
 }
 
+/// What one stored probe or run was measured with, as (attribute, value)
+/// pairs; a value not recorded (None) is not compared.
+pub type Conditions = Vec<(String, Option<String>)>;
+
+/// Refuses (22023) to merge the histograms of `items` (id, conditions)
+/// unless they were measured alike: a distribution of 1-worker and
+/// 4-worker probes, or of two tablespaces, is the latency of no storage
+/// and no workload. The message names each attribute that differs, with
+/// its values and whose they are; `what` is "probe" or "run", `function`
+/// the SQL function refusing.
+pub fn check_alike(function: &str, what: &str, items: &[(i64, Conditions)]) -> Result<()> {
+    let mut names: Vec<&str> = Vec::new();
+    for (_, c) in items {
+        for (name, _) in c {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+    }
+    let mut differ = Vec::new();
+    for name in names {
+        // each value with the ids that have it, in the order first seen
+        let mut values: Vec<(&str, Vec<i64>)> = Vec::new();
+        for (id, c) in items {
+            let Some(Some(v)) = c.iter().find(|(n, _)| n == name).map(|(_, v)| v) else {
+                continue;
+            };
+            match values.iter_mut().find(|(seen, _)| *seen == v.as_str()) {
+                Some((_, ids)) => ids.push(*id),
+                None => values.push((v, vec![*id])),
+            }
+        }
+        if values.len() > 1 {
+            let each: Vec<String> = values
+                .iter()
+                .map(|(v, ids)| format!("{v} ({})", id_list(what, ids)))
+                .collect();
+            differ.push(format!("{name}: {}", each.join(", ")));
+        }
+    }
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "{function} merges only {what}s measured alike, and these differ in {}",
+        differ.join("; ")
+    ))
+    .with_hint(format!(
+        "Pass the ids of one kind of {what} (one tablespace, workload and worker count), and call it once for each."
+    )))
+}
+
+/// "probe 41", "probes 11, 36", at most ten ids and a count of the rest.
+fn id_list(what: &str, ids: &[i64]) -> String {
+    let shown: Vec<String> = ids.iter().take(10).map(i64::to_string).collect();
+    let more = match ids.len() {
+        n if n > 10 => format!(" and {} more", n - 10),
+        _ => String::new(),
+    };
+    format!(
+        "{what}{} {}{more}",
+        if ids.len() == 1 { "" } else { "s" },
+        shown.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +187,61 @@ mod tests {
         );
         let e = probe_percentiles(&[vec![1, 2, 3]], &[50.0]).unwrap_err();
         assert!(e.message.contains("cannot be read"), "{e}");
+    }
+
+    fn conditions(pairs: &[(&str, Option<&str>)]) -> Conditions {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.map(String::from)))
+            .collect()
+    }
+
+    #[test]
+    fn only_what_was_measured_alike_is_merged() {
+        let one = |ts: &str, workers: &str| {
+            conditions(&[("tablespace", Some(ts)), ("workers", Some(workers))])
+        };
+        let alike = [(11, one("lab_disk", "1")), (36, one("lab_disk", "1"))];
+        assert!(check_alike("probe_latency", "probe", &alike).is_ok());
+        let e = check_alike(
+            "probe_latency",
+            "probe",
+            &[
+                (11, one("lab_disk", "1")),
+                (36, one("lab_disk", "1")),
+                (41, one("lab_disk", "4")),
+                (42, one("lab_ram", "4")),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(e.state, SqlState::InvalidParameterValue);
+        assert_eq!(
+            e.message,
+            "probe_latency merges only probes measured alike, and these differ in \
+             tablespace: lab_disk (probes 11, 36, 41), lab_ram (probe 42); workers: 1 (probes 11, 36), 4 (probes 41, 42)"
+        );
+        assert!(e.hint.unwrap().contains("call it once for each"));
+        // a value one did not record is not compared
+        let unrecorded = [
+            (1, conditions(&[("synchronous_commit", Some("on"))])),
+            (2, conditions(&[("synchronous_commit", None)])),
+        ];
+        assert!(check_alike("run_latency", "run", &unrecorded).is_ok());
+        let many: Vec<(i64, Conditions)> = (1..=13)
+            .map(|i| {
+                (
+                    i,
+                    conditions(&[("clients", Some(if i == 13 { "4" } else { "8" }))]),
+                )
+            })
+            .collect();
+        let e = check_alike("run_latency", "run", &many).unwrap_err();
+        assert!(
+            e.message.ends_with(
+                "clients: 8 (runs 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more), 4 (run 13)"
+            ),
+            "{}",
+            e.message
+        );
     }
 }

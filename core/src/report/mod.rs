@@ -5,5 +5,6 @@ pub mod compare;
 pub mod experiment;
 pub mod io;
 pub mod latency;
+pub mod pooled;
 pub mod samples;
 pub mod sequential;
