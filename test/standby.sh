@@ -208,14 +208,15 @@ got=$(standby <<'SQL' 2>&1
 SET client_min_messages = warning;
 SELECT 'profile ' || count(*) FILTER (WHERE id < 0) || '/' || count(*) FROM storlab.profile('lab_ram', duration => '0.1 s', precision_pct => NULL);
 SELECT 'fsync_cost ' || (count(*) > 0) FROM storlab.fsync_cost('lab_ram', '0.1 s');
+SELECT 'latency ' || count(*) FILTER (WHERE lat_us > 0) FROM storlab.probe_latency(ARRAY(SELECT id FROM storlab.profile('lab_ram', duration => '0.1 s', precision_pct => NULL) WHERE workload = 'randread' AND iodepth = 1));
 SELECT 'check ' || (measured > 0) || ' ' || (SELECT bool_and(i < 0) FROM unnest(probe_ids) i) FROM storlab.check('lab_ram', 'randread', 'iops', '>', 1, '0.1 s', 2);
 SELECT 'regressions ' || count(*) FROM storlab.regressions('fixture', duration => '0.1 s', repetitions => 2);
 SELECT 'compare ' || count(*) FILTER (WHERE randread_iops > 0 AND wal_commit_p50_us > 0) || '/' || count(*) FROM storlab.compare_tablespaces(duration => '0.1 s');
 SQL
 )
-want="profile 6/6|fsync_cost true|check true true|regressions $regressions_rows|compare $(standby -c "SELECT count(*) || '/' || count(*) FROM storlab.tablespaces()")"
+want="profile 6/6|fsync_cost true|latency 4|check true true|regressions $regressions_rows|compare $(standby -c "SELECT count(*) || '/' || count(*) FROM storlab.tablespaces()")"
 is "$(tr '\n' '|' <<<"$got" | sed 's/|$//')" "$want" \
-  "profile, fsync_cost, check, regressions and compare_tablespaces measure the standby's storage and return figures"
+  "profile, fsync_cost, check, regressions and compare_tablespaces measure the standby's storage and return figures (probe_latency reads them in the session)"
 caught_up
 is "$(standby -c "SELECT count(*) FROM storlab.probes")" "$stored_before" "and nothing is stored: the standby's probes table is the primary's"
 

@@ -9,9 +9,10 @@ use pgrx::datum::JsonB;
 use pgrx::prelude::*;
 
 use crate::ops::error::{invalid, required_elements, spi, Error, OrRaise, Raise, SqlState};
+use crate::ops::standby;
 use storlab_core::report::latency::{self, Conditions, Merged};
 
-/// The stored histograms of `ids` in `table`; an id with no row is an
+/// The stored histograms of `ids` in `table` (a FROM item); an id with no row is an
 /// error, and so are rows not measured alike (`conditions`: SQL giving
 /// each row's id and a jsonb array of [attribute, value] pairs, a NULL
 /// value not compared; `$1` the ids).
@@ -27,9 +28,9 @@ fn histograms(
     }
     let rows: Vec<(i64, Option<Vec<u8>>)> = Spi::connect(|c| {
         c.select(
-            &format!("SELECT t.id, t.histogram FROM storlab.{table} t WHERE t.id = ANY($1)"),
+            &format!("SELECT t.id, t.histogram FROM {table} t WHERE t.id = ANY($1)"),
             None,
-            &[ids.to_vec().into()],
+            &[ids.to_vec().into(), standby::probes_arg()],
         )?
         .map(|r| Ok((r.get::<i64>(1)?.unwrap_or(0), r.get::<Vec<u8>>(2)?)))
         .collect::<Result<Vec<_>, pgrx::spi::Error>>()
@@ -52,28 +53,32 @@ fn histograms(
         .raise();
     }
     let measured: Vec<(i64, Conditions)> = Spi::connect(|c| {
-        c.select(conditions, None, &[ids.to_vec().into()])?
-            .map(|r| {
-                let pairs = r.get::<JsonB>(2)?.map(|j| j.0).unwrap_or_default();
-                let pairs = pairs
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|p| {
-                                let name = p.get(0)?.as_str()?.to_string();
-                                let value = match p.get(1)? {
-                                    serde_json::Value::Null => None,
-                                    serde_json::Value::String(v) => Some(v.clone()),
-                                    v => Some(v.to_string()),
-                                };
-                                Some((name, value))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Ok((r.get::<i64>(1)?.unwrap_or(0), pairs))
-            })
-            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        c.select(
+            conditions,
+            None,
+            &[ids.to_vec().into(), standby::probes_arg()],
+        )?
+        .map(|r| {
+            let pairs = r.get::<JsonB>(2)?.map(|j| j.0).unwrap_or_default();
+            let pairs = pairs
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|p| {
+                            let name = p.get(0)?.as_str()?.to_string();
+                            let value = match p.get(1)? {
+                                serde_json::Value::Null => None,
+                                serde_json::Value::String(v) => Some(v.clone()),
+                                v => Some(v.to_string()),
+                            };
+                            Some((name, value))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok((r.get::<i64>(1)?.unwrap_or(0), pairs))
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
     })
     .map_err(spi("reading what stored histograms measured"))
     .or_raise();
@@ -97,7 +102,7 @@ const PROBE_CONDITIONS: &str = "SELECT p.id, pg_catalog.jsonb_build_array(
         pg_catalog.jsonb_build_array('writes rewound (fsync_cost)', p.suite IS NOT DISTINCT FROM 'fsync_cost'),
         pg_catalog.jsonb_build_array('io_method', p.io_method),
         pg_catalog.jsonb_build_array('effective_io_concurrency', p.effective_io_concurrency))
-   FROM storlab.probes p WHERE p.id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY p.id";
+   FROM {probes} p WHERE p.id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY p.id";
 
 /// What a benchmark run was measured with: the host, script, clients,
 /// threads, scale, fillfactor, warm-up or not, protocol and rate; where
@@ -152,7 +157,15 @@ fn probe_latency(
 > {
     let ids = required_elements(probe_ids, "probe_ids");
     let percentiles = required_elements(percentiles, "percentiles");
-    let blobs = histograms("probes", "probe", "probe_latency", PROBE_CONDITIONS, &ids);
+    // stored probes, and on a standby this session's unstored ones ($2)
+    let probes = standby::stored_and_unstored_probes(2);
+    let blobs = histograms(
+        &probes,
+        "probe",
+        "probe_latency",
+        &PROBE_CONDITIONS.replace("{probes}", &probes),
+        &ids,
+    );
     TableIterator::new(rows(
         &percentiles,
         latency::probe_percentiles(&blobs, &percentiles),
@@ -178,7 +191,13 @@ fn run_latency(
 > {
     let ids = required_elements(run_ids, "run_ids");
     let percentiles = required_elements(percentiles, "percentiles");
-    let blobs = histograms("bench_runs", "run", "run_latency", RUN_CONDITIONS, &ids);
+    let blobs = histograms(
+        "storlab.bench_runs",
+        "run",
+        "run_latency",
+        RUN_CONDITIONS,
+        &ids,
+    );
     TableIterator::new(rows(
         &percentiles,
         latency::run_percentiles(&blobs, &percentiles),

@@ -140,6 +140,16 @@ pub fn probes_from(param: usize) -> String {
     }
 }
 
+/// Every probe a reader of given ids may be asked for, as a FROM item: the
+/// stored ones (on a standby, the primary's replicated rows) and this
+/// session's unstored ones, given as `$param` (`probes_arg`).
+pub fn stored_and_unstored_probes(param: usize) -> String {
+    format!(
+        "(SELECT * FROM {t} UNION ALL SELECT * FROM pg_catalog.jsonb_populate_recordset(NULL::{t}, ${param}))",
+        t = Probe::TABLE
+    )
+}
+
 /// The parameter `probes_from` names: this session's unstored probes (an
 /// empty array on a primary, where it is not read).
 pub fn probes_arg() -> DatumWithOid<'static> {

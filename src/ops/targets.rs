@@ -166,7 +166,9 @@ pub fn check_may_write_all(targets: &[Target]) -> Result<(), Error> {
 
 /// The caller's right to write to each target, every missing grant named
 /// in one error (a role short of four grants learns all four at once).
-pub fn check_may_write_each<'a>(targets: impl IntoIterator<Item = &'a Target>) -> Result<(), Error> {
+pub fn check_may_write_each<'a>(
+    targets: impl IntoIterator<Item = &'a Target>,
+) -> Result<(), Error> {
     let mut missing: Vec<&Target> = Vec::new();
     for t in targets {
         if !t.may_write()? && !missing.iter().any(|m| m.name == t.name) {
@@ -211,7 +213,8 @@ fn denied(missing: &[&Target]) -> Error {
     if wal {
         detail.push("A probe of pg_wal writes its scratch file into the server's WAL folder: only superusers and members of pg_write_server_files may.");
         hint.push(
-            "GRANT pg_write_server_files TO the role; (or let a superuser probe pg_wal)".to_string(),
+            "GRANT pg_write_server_files TO the role; (or let a superuser probe pg_wal)"
+                .to_string(),
         );
     }
     Error::new(SqlState::InsufficientPrivilege, message)
