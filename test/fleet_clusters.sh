@@ -54,6 +54,8 @@ LAB_MEMBER=storlab_fleet_member
 OLD_DB=storlab_fleet_old
 TWIN_DB=storlab_fleet_old_twin
 OLD_VERSION=0.5.0
+# the version this tree builds, as every member and the collector run it
+VERSION=$(sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 CANARY=s3cret-canary
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
 WORK=${STORLAB_FLEET_DIR:-/var/tmp/storlab-fleet}
@@ -210,7 +212,7 @@ is "$(add one "$(conninfo "$PORT_ONE")") $(add two "$(conninfo "$PORT_TWO" "" "$
   "$NODE_ONE $NODE_TWO $NODE_LAB" "fleet_add returns each server's node_id, as its storlab.node shows it"
 is "$(collector -c "SELECT string_agg(format('%s: %s, storlab %s, PostgreSQL %s', name, CASE WHEN node_id IS NULL THEN 'no node' ELSE 'a node' END, storlab_version,
                                            split_part(server_version, '.', 1)), '; ' ORDER BY name) FROM storlab.fleet_servers")" \
-  "lab: a node, storlab 0.8.0, PostgreSQL $PG; one: a node, storlab 0.8.0, PostgreSQL $PG; two: a node, storlab 0.8.0, PostgreSQL $PG" \
+  "lab: a node, storlab $VERSION, PostgreSQL $PG; one: a node, storlab $VERSION, PostgreSQL $PG; two: a node, storlab $VERSION, PostgreSQL $PG" \
   "storlab.fleet_servers lists the three with their node, storlab version and PostgreSQL major"
 is "$(collector -c "SELECT conninfo FROM storlab.fleet_servers WHERE name = 'two'")" "host=$SOCK port=$PORT_TWO dbname=$MEMBER_DB user=postgres" \
   "fleet_servers shows a conninfo without the password it was given"
