@@ -433,6 +433,7 @@ SQL
   sync sync9 old_twin
   is "$(copied_any sync9)" "old_twin probes 2" \
     "a second database on $OLD_VERSION in the same cluster: its two probes are copied too (rows without a node_id are keyed by system identifier and database)"
+  old_ok=1
 fi
 
 # ---- bad input, against real servers -------------------------------------
@@ -484,6 +485,51 @@ out=$(collector -c "SET client_min_messages = debug5" -c "SELECT count(*) FROM s
 is "$(grep -c -- "$CANARY" <<<"$out") $(collector -c "SELECT count(*) FROM storlab.fleet_servers s WHERE s::text LIKE '%$CANARY%'")" "0 0" \
   "two, added with a password: no sync's messages (notices and debug) and no row of fleet_servers shows it"
 is "$(grep -c -- "$CANARY" "$WORK/collector.err")" 0 "and no notice or error the collector printed in this whole test"
+
+# ---- one server under two names ------------------------------------------
+
+# A server on storlab before 0.8.0 has no node: it is the legacy node of its
+# system identifier and database, and is one member as a node is.
+if [[ ${old_ok:-0} == 1 ]]; then
+  e=$(attempt old_again "host=$PGHOST port=$PGPORT dbname=$OLD_DB user=postgres")
+  is "$(head -1 <<<"$e") | $(left_of old_again)" "42710 | $nothing" \
+    "a server on storlab $OLD_VERSION added again under a second name is refused (42710), leaving nothing: its rows would be the first one's, and removing the first would delete them for good"
+  [[ $(head -1 <<<"$e") == 42710 ]] || sed 's/^/#   /' <<<"$e"
+  collector -c "SELECT storlab.fleet_remove('old')" >/dev/null
+  add old_again "host=$PGHOST port=$PGPORT dbname=$OLD_DB user=postgres" >/dev/null
+  sync sync10 old_again
+  is "$(collector -c "SELECT count(*) FILTER (WHERE server = 'old_again') || ' of ' || count(*) FROM storlab.fleet_probes
+                        WHERE node_id = storlab.fleet_legacy_node($sysid_lab, '$OLD_DB')")" "2 of 2" \
+    "removed with its results kept and added again under another name, it takes its kept results along"
+else
+  for ((i = 0; i < 2; i++)); do skip "no member on storlab $OLD_VERSION"; done
+fi
+
+# ---- a reinstall seen through the collector's cached session ---------------
+
+# A collector's session to a member (postgres_fdw keeps it) outlives a
+# reinstall of storlab there: the member's session must name the new
+# install's node. (The member is in another cluster than the collector, so
+# nothing invalidates the collector's caches meanwhile.)
+RE_DB=storlab_fleet_re
+re() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT_TWO" -U postgres -d "$RE_DB" "$@"; }
+fdw_pid="SELECT coalesce(string_agg(pid::text, ','), 'none') FROM pg_stat_activity WHERE datname = '$RE_DB' AND application_name = 'postgres_fdw'"
+"$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT_TWO" -U postgres -d postgres -c "CREATE DATABASE $RE_DB" \
+  && re -c "CREATE EXTENSION storlab"
+add re "$(conninfo "$PORT_TWO" "$RE_DB")" >/dev/null
+collector >/dev/null <<SQL
+SELECT count(error) FROM storlab.fleet_sync('re');
+\\! $PG_BIN/psql -X -q -At -h $SOCK -p $PORT_TWO -U postgres -d $RE_DB -c "$fdw_pid" >$WORK/re.before
+\\! $PG_BIN/psql -X -q -At -h $SOCK -p $PORT_TWO -U postgres -d $RE_DB -c 'SET client_min_messages = warning' -c 'DROP EXTENSION storlab' -c 'CREATE EXTENSION storlab' -c "SELECT (storlab.probe('pg_default', 'randread', duration => '100 ms', file_size => 1048576)).id" >/dev/null
+SELECT count(error) FROM storlab.fleet_sync('re');
+\\! $PG_BIN/psql -X -q -At -h $SOCK -p $PORT_TWO -U postgres -d $RE_DB -c "$fdw_pid" >$WORK/re.after
+SQL
+is "$(cat "$WORK/re.after" 2>/dev/null)" "$(cat "$WORK/re.before" 2>/dev/null)" \
+  "the collector's session to the member is the same before and after the reinstall there (postgres_fdw kept it)"
+RE_NODE=$(re -c "SELECT string_agg(node_id::text, ',') FROM storlab.nodes")
+is "$(collector -c "SELECT node_id FROM storlab.fleet_members WHERE name = 're'") | $(collector -c "SELECT string_agg(DISTINCT node_id::text, ',') FROM storlab.fleet_probes WHERE server = 're'")" \
+  "$RE_NODE | $RE_NODE" \
+  "through it the collector reads the new install's node, the one its storlab.nodes holds, and copies the new probe under it"
 
 echo "# fleet of $PG: $((SECONDS - T0)) s"
 echo "1..$n"
