@@ -297,10 +297,10 @@ struct Row {
 /// to ask, it waits a minute for the row.
 fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
     let start = Instant::now();
+    let mut committed_at: Option<Instant> = None;
     loop {
-        // the creator's status first, then the row: a creator seen as
-        // committed has its row visible to the read that follows (each
-        // statement takes a new snapshot)
+        // the creator's status first, then the row (each statement takes
+        // a new snapshot)
         let (row, creator_status) = bookkeeping(|| {
             let status = match creator {
                 Some(xid) => read::one::<String>(
@@ -316,7 +316,18 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
             // a job started again (experiment_resume) has its row visible
             // all along, as it was before: wait for the UPDATE to commit
             Some("in progress") => {}
-            Some("committed") => return row,
+            Some("committed") if row.is_some() => return row,
+            // pg_xact_status reads the commit log, which says committed a
+            // moment before the commit reaches other sessions' snapshots
+            // (the proc array): a row not visible yet is read again, and
+            // only one still missing a while later was in a savepoint that
+            // rolled back
+            Some("committed") => {
+                if committed_at.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(2)
+                {
+                    return None;
+                }
+            }
             Some("aborted") => return None,
             // no creator to ask (or too old to tell): the row decides
             _ if row.is_some() => return row,
