@@ -334,22 +334,46 @@ BEGIN
   RETURN copied;
 END $$;
 
-CREATE FUNCTION storlab.fleet_user_mapping(server text, options text, alter boolean) RETURNS void
+CREATE FUNCTION storlab.fleet_user_mapping(server text, action text, keys text[], vals text[]) RETURNS void
   LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET pg_stat_statements.track_utility = off AS $$
 DECLARE
   owner name := (SELECT r.rolname FROM pg_extension e JOIN pg_roles r ON r.oid = e.extowner WHERE e.extname = 'storlab');
+  options text;
   msg text;
   detail text;
   hint text;
   state text;
 BEGIN
+  IF server IS NULL OR action IS NULL OR keys IS NULL OR (vals IS NULL AND action <> 'drop') THEN
+    RAISE EXCEPTION 'server, action, keys and vals must not be NULL' USING ERRCODE = '22004';
+  END IF;
   PERFORM storlab.fleet_check_superuser('change the credentials of');
+  IF action NOT IN ('create', 'add', 'set', 'drop') THEN
+    RAISE EXCEPTION 'action must be create, add, set or drop' USING ERRCODE = '22023';
+  END IF;
+  IF action <> 'drop' AND cardinality(keys) <> cardinality(vals) THEN
+    RAISE EXCEPTION 'keys and vals must be as many' USING ERRCODE = '22023';
+  END IF;
+  IF EXISTS (SELECT FROM unnest(keys) k WHERE k IS NULL OR k !~ '^[a-z_]{1,63}$') THEN
+    RAISE EXCEPTION 'an option of a user mapping is a lower-case libpq keyword' USING ERRCODE = '22023';
+  END IF;
+  IF action <> 'create' AND cardinality(keys) = 0 THEN
+    RAISE EXCEPTION 'no option to %', action USING ERRCODE = '22023';
+  END IF;
+  SELECT string_agg(CASE action WHEN 'create' THEN format('%I %L', k, v)
+                                WHEN 'drop' THEN format('DROP %I', k)
+                                ELSE format('%s %I %L', upper(action), k, v) END, ', ' ORDER BY i)
+    INTO options
+    FROM unnest(keys, CASE WHEN action = 'drop' THEN NULL ELSE vals END) WITH ORDINALITY AS o(k, v, i);
+  IF action <> 'drop' AND EXISTS (SELECT FROM unnest(vals) v WHERE v IS NULL) THEN
+    RAISE EXCEPTION 'a value of a user mapping''s option must not be NULL' USING ERRCODE = '22004';
+  END IF;
   BEGIN
-    IF fleet_user_mapping.alter THEN
-      EXECUTE format('ALTER USER MAPPING FOR %I SERVER %I OPTIONS (%s)', owner, storlab.fleet_schema(server), options);
-    ELSE
+    IF action = 'create' THEN
       EXECUTE format('CREATE USER MAPPING FOR %I SERVER %I', owner, storlab.fleet_schema(server))
               || coalesce(' OPTIONS (' || options || ')', '');
+    ELSE
+      EXECUTE format('ALTER USER MAPPING FOR %I SERVER %I OPTIONS (%s)', owner, storlab.fleet_schema(server), options);
     END IF;
   EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT, state = RETURNED_SQLSTATE;
@@ -364,7 +388,7 @@ BEGIN
     RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, HINT = hint, ERRCODE = state;
   END;
 END $$;
-REVOKE ALL ON FUNCTION storlab.fleet_user_mapping(text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.fleet_user_mapping(text, text, text[], text[]) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION storlab.fleet_add(name text, conninfo text) RETURNS uuid
   LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -376,7 +400,8 @@ DECLARE
   node uuid;
   identity uuid;
   server_options text;
-  mapping_options text;
+  mapping_keys text[];
+  mapping_vals text[];
   msg text;
   detail text;
   hint text;
@@ -404,8 +429,9 @@ BEGIN
   -- (refused here, in a statement short enough to read in the error's context)
   PERFORM storlab.fleet_conninfo_shown(fleet_add.conninfo);
   SELECT string_agg(format('%I %L', o.keyword, o.value), ', ') FILTER (WHERE o.context = 'server'),
-         string_agg(format('%I %L', o.keyword, o.value), ', ') FILTER (WHERE o.context = 'mapping')
-    INTO server_options, mapping_options
+         coalesce(array_agg(o.keyword) FILTER (WHERE o.context = 'mapping'), '{}'),
+         coalesce(array_agg(o.value) FILTER (WHERE o.context = 'mapping'), '{}')
+    INTO server_options, mapping_keys, mapping_vals
     FROM storlab.fleet_conninfo_options(fleet_add.conninfo) o;
   BEGIN
     EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER postgres_fdw OPTIONS (%s)', sch, server_options);
@@ -426,7 +452,7 @@ BEGIN
     END IF;
     RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, HINT = hint, ERRCODE = state;
   END;
-  PERFORM storlab.fleet_user_mapping(fleet_add.name, mapping_options, false);
+  PERFORM storlab.fleet_user_mapping(fleet_add.name, 'create', mapping_keys, mapping_vals);
   EXECUTE format('CREATE SCHEMA %I AUTHORIZATION %I', sch, owner);
   -- the nodes of results kept under this name (fleet_remove's default)
   kept := ARRAY(SELECT f.node_id FROM storlab.fleet_nodes f WHERE f.server = fleet_add.name AND f.own);
@@ -471,10 +497,9 @@ BEGIN
   has := EXISTS (SELECT FROM pg_user_mappings u, unnest(u.umoptions) o
                   WHERE u.srvname = storlab.fleet_schema(fleet_set_password.name) AND u.usename = owner AND o LIKE 'password=%');
   IF password IS NOT NULL THEN
-    PERFORM storlab.fleet_user_mapping(fleet_set_password.name,
-                                       format('%s password %L', CASE WHEN has THEN 'SET' ELSE 'ADD' END, password), true);
+    PERFORM storlab.fleet_user_mapping(fleet_set_password.name, CASE WHEN has THEN 'set' ELSE 'add' END, '{password}', ARRAY[password]);
   ELSIF has THEN
-    PERFORM storlab.fleet_user_mapping(fleet_set_password.name, 'DROP password', true);
+    PERFORM storlab.fleet_user_mapping(fleet_set_password.name, 'drop', '{password}', NULL);
   END IF;
 END $$;
 REVOKE ALL ON FUNCTION storlab.fleet_set_password(text, text) FROM PUBLIC;
