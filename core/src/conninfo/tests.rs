@@ -3,8 +3,11 @@
 
 use super::*;
 
-/// (connection string, what libpq reads: pairs, or None for an error)
-pub(super) const CASES: &[(&str, Option<&[(&str, &str)]>)] = &[
+/// What libpq reads of a connection string: its pairs, or None for an error.
+pub(super) type Reading = Option<&'static [(&'static str, &'static str)]>;
+
+/// (connection string, what libpq reads)
+pub(super) const CASES: &[(&str, Reading)] = &[
     ("", Some(&[])),
     ("   ", Some(&[])),
     ("host=h port=5432", Some(&[("host", "h"), ("port", "5432")])),
