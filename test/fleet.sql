@@ -264,15 +264,31 @@ DROP DATABASE storlab_tap_fleet_c WITH (FORCE);
 
 -- 14. Nothing missed: a transaction that commits between a sync's snapshot
 -- of the server and its look at the server's sessions. The look is made
--- slow here (tap_a's sessions read through a view that waits 2 s first), so
--- that a writer that began before the sync commits inside that window for
--- sure: its row is not in the snapshot, its session is gone by the look,
--- and another row committed before the snapshot has a higher id.
+-- slow here (tap_a's sessions read through a view that takes an advisory
+-- lock, then waits 2 s), and a writer that began before the sync commits
+-- once that lock is taken: inside the window for sure. Its row is not in
+-- the snapshot, its session is gone by the look, and another row committed
+-- before the snapshot has a higher id.
 SELECT dblink_connect('a', :'conn_a');
 SELECT dblink_exec('a', 'SET client_min_messages = warning');
 SELECT dblink_exec('a', 'CREATE SCHEMA tap_slow');
 SELECT dblink_exec('a', $$CREATE FUNCTION tap_slow.activity() RETURNS SETOF pg_catalog.pg_stat_activity LANGUAGE plpgsql
-                          AS 'BEGIN PERFORM pg_catalog.pg_sleep(2); RETURN QUERY SELECT * FROM pg_catalog.pg_stat_activity; END'$$);
+                          AS 'BEGIN
+                                PERFORM pg_catalog.pg_advisory_lock(4242);
+                                PERFORM pg_catalog.pg_sleep(2);
+                                PERFORM pg_catalog.pg_advisory_unlock(4242);
+                                RETURN QUERY SELECT * FROM pg_catalog.pg_stat_activity;
+                              END'$$);
+-- (pg_locks is read anew each time, unlike pg_stat_activity)
+SELECT dblink_exec('a', $$CREATE FUNCTION tap_slow.await_look() RETURNS void LANGUAGE plpgsql
+                          AS 'BEGIN
+                                FOR i IN 1 .. 3000 LOOP
+                                  EXIT WHEN EXISTS (SELECT FROM pg_catalog.pg_locks
+                                                     WHERE locktype = ''advisory'' AND objid = 4242 AND granted
+                                                       AND pid <> pg_catalog.pg_backend_pid());
+                                  PERFORM pg_catalog.pg_sleep(0.01);
+                                END LOOP;
+                              END'$$);
 SELECT dblink_exec('a', 'CREATE VIEW tap_slow.pg_stat_activity AS SELECT * FROM tap_slow.activity()');
 ALTER FOREIGN TABLE storlab_fleet_tap_a.remote_activity OPTIONS (SET schema_name 'tap_slow');
 SELECT is((SELECT count(error) FROM storlab.fleet_sync('tap_a')), 0::bigint, 'a sync through the slow look');
@@ -285,8 +301,9 @@ SELECT dblink_connect('w', :'conn_a');
 SELECT dblink_exec('w', 'BEGIN');
 SELECT id AS w_id FROM dblink('w', :'copy_probe') AS t(id bigint) \gset
 SELECT id AS v_id FROM dblink('a', :'copy_probe') AS t(id bigint) \gset
--- the writer commits 1 s from now: after the sync's snapshot, before its look
-SELECT dblink_send_query('w', 'SELECT pg_sleep(1); COMMIT');
+-- the writer commits once the sync's slow look has begun: after its
+-- snapshot, before the look itself
+SELECT dblink_send_query('w', 'SELECT tap_slow.await_look(); COMMIT');
 SELECT is((SELECT array_agg(rows_copied) FROM storlab.fleet_sync('tap_a') WHERE table_name = 'probes'), '{1}'::bigint[],
           'the sync copies the row committed before it, not the one committed during it');
 SELECT * FROM dblink_get_result('w') AS t(v text);
