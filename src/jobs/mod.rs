@@ -323,8 +323,8 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
             // only one still missing a while later was in a savepoint that
             // rolled back
             Some("committed") => {
-                if committed_at.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(2)
-                {
+                let since = *committed_at.get_or_insert_with(Instant::now);
+                if since.elapsed() > Duration::from_secs(2) {
                     return None;
                 }
             }
