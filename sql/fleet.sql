@@ -21,12 +21,17 @@ SET client_min_messages = warning;
 SET storlab.suite_file_size = '8MB';
 CREATE EXTENSION storlab;
 SELECT storlab.baseline('before', ARRAY['lab_ram']::name[], '100 ms', 2) > 0 AS baseline_taken;
+-- and a probe of its own, in no baseline
+SELECT (storlab.probe('lab_ram', 'randread', duration => '50 ms', file_size => 1048576, direct => false)).id > 0 AS probed;
 -- Every server has a node: its storlab's identity, one per cluster and
 -- place (system identifier, host name, data directory). Every result row
 -- names the node that measured it.
 SELECT node_id IS NOT NULL AS has_node, storlab_version FROM storlab.node;
 SELECT count(*) AS probes, count(*) FILTER (WHERE node_id = (SELECT node_id FROM storlab.node)) AS of_this_node
   FROM storlab.probes;
+-- Connection strings are read as libpq reads them (psql, postgres_fdw's
+-- own libpq): outside quotes a backslash takes the next character as it is.
+SELECT context, keyword, value FROM storlab.fleet_conninfo_options($$host=db1 dbname=shop password=se\ cr\\et user='o\'brien'$$);
 \c storlab_regress_new
 SET client_min_messages = warning;
 SET storlab.suite_file_size = '8MB';
@@ -81,6 +86,22 @@ SELECT tablespace, workload, metric, regressed IS NOT NULL AS judged
  WHERE workload = 'randread' ORDER BY metric;
 RESET client_min_messages;
 
+-- The collector's retention: fleet_prune deletes the copies older than an
+-- age, and keeps every probe a copied baseline refers to (here: the old
+-- server's one probe outside its baseline goes).
+SELECT * FROM storlab.fleet_prune('1 microsecond', dry_run => true);
+SELECT * FROM storlab.fleet_prune('1 microsecond');
+SELECT server, count(*) AS probes FROM storlab.fleet_probes GROUP BY server ORDER BY server;
+-- A copied baseline's probe cannot be deleted under it by hand; and a
+-- baseline whose links to its probes were deleted is refused by
+-- regressions(), never compared with nothing.
+\set VERBOSITY terse
+DELETE FROM storlab.fleet_probes WHERE server = 'old';
+DELETE FROM storlab.fleet_baseline_probes WHERE server = 'old';
+SELECT count(*) FROM storlab.regressions('before', server => 'old', duration => '100 ms', repetitions => 2);
+\set VERBOSITY default
+SELECT * FROM storlab.fleet_prune('-1 day');
+
 -- Bad input: each a clear error with its SQLSTATE, and nothing left behind.
 -- (without the errors' context: the PL/pgSQL lines it names)
 \set SHOW_CONTEXT never
@@ -88,6 +109,10 @@ SELECT storlab.fleet_add('old', format('host=%s port=%s dbname=storlab_regress_o
 SELECT storlab.fleet_add('Old-Array', 'dbname=x');
 SELECT storlab.fleet_add('web', 'postgresql://collector:secret@db1/shop');
 SELECT storlab.fleet_add('web', 'host=db1 password=secret');
+-- a password with an unquoted space, or pasted without password=: the
+-- error names the item, never a part of the text
+SELECT storlab.fleet_add('web', 'dbname=shop password=se cret');
+SELECT storlab.fleet_add('web', 'dbname=shop user=collector secret');
 -- (the connection's error names the socket: only its first line here)
 \set VERBOSITY terse
 SELECT storlab.fleet_add('web', format('host=%s port=%s dbname=storlab_regress_nothere', :'sock', :'port'));
@@ -118,9 +143,7 @@ SELECT server, count(*) AS probes FROM storlab.fleet_probes GROUP BY server ORDE
 SELECT count(*) AS members FROM storlab.fleet_servers;
 SELECT count(*) AS foreign_servers FROM pg_foreign_server WHERE srvname LIKE 'storlab_fleet_%';
 SELECT count(*) AS schemas FROM pg_namespace WHERE nspname LIKE 'storlab_fleet_%';
-DELETE FROM storlab.fleet_probes;
-DELETE FROM storlab.fleet_baseline_probes;
-DELETE FROM storlab.fleet_baselines;
-DELETE FROM storlab.fleet_nodes;
+SELECT storlab.fleet_remove('new', keep_results => false);
+SELECT count(*) AS copies FROM storlab.fleet_probes;
 DROP DATABASE storlab_regress_old;
 DROP DATABASE storlab_regress_new;

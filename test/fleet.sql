@@ -13,11 +13,12 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
 DROP VIEW IF EXISTS public.tap_fleet_view;
 DO $$ BEGIN
-  IF EXISTS (SELECT FROM storlab.fleet_members WHERE name LIKE 'tap\_%') THEN
-    PERFORM storlab.fleet_remove(name, keep_results => false) FROM storlab.fleet_members WHERE name LIKE 'tap\_%';
-  END IF;
+  -- members, and the results kept of removed ones
+  PERFORM storlab.fleet_remove(n, keep_results => false)
+     FROM (SELECT name FROM storlab.fleet_members UNION SELECT server FROM storlab.fleet_nodes) s(n) WHERE n LIKE 'tap\_%';
 END $$;
 DO $$ BEGIN
   IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_fleet_reader') THEN
@@ -34,9 +35,10 @@ DROP SCHEMA IF EXISTS tap_fleet_evil CASCADE;
 DROP DATABASE IF EXISTS storlab_tap_fleet_a WITH (FORCE);
 DROP DATABASE IF EXISTS storlab_tap_fleet_b WITH (FORCE);
 DROP DATABASE IF EXISTS storlab_tap_fleet_c WITH (FORCE);
+DROP DATABASE IF EXISTS storlab_tap_fleet_d WITH (FORCE);
 DROP ROLE IF EXISTS tap_fleet_remote;
 RESET client_min_messages;
-SELECT plan(49);
+SELECT plan(78);
 \ir lib/probe_helpers.sql
 
 SELECT split_part(current_setting('unix_socket_directories'), ',', 1) AS sock, current_setting('port') AS port \gset
@@ -105,9 +107,35 @@ SELECT is((SELECT count(*) FROM pg_foreign_server WHERE srvname = 'storlab_fleet
           'and it leaves no foreign server, schema or member behind');
 SELECT is(pg_temp.error_of(format('SELECT storlab.fleet_add(%L, %L)', 'tap_bad', 'dbname=x password=s3cret-canary nonsense'))
             ~ 's3cret', false, 'a malformed conninfo''s error does not show the password either');
+-- a password with an unquoted space, or pasted without password=: the
+-- error names the item, never a part of it (nor does the server log, which
+-- keeps the same message)
+SELECT pg_temp.error_of(format('SELECT storlab.fleet_add(%L, %L)', 'tap_bad', 'dbname=x password=s3cret canary')) AS spaced \gset
+SELECT alike(:'spaced'::text, '22023 %item 3%', 'a password with an unquoted space: 22023 naming the item');
+SELECT unalike(:'spaced'::text, '%canary%', 'and no part of the password');
+SELECT pg_temp.error_of(format('SELECT storlab.fleet_add(%L, %L)', 'tap_bad', 'dbname=x user=u s3cret-canary')) AS pasted \gset
+SELECT alike(:'pasted'::text, '22023 %item 3%', 'a password pasted without password=: 22023 naming the item');
+SELECT unalike(:'pasted'::text, '%canary%', 'and not the password');
+-- (a word after the space that reads as a key: postgres_fdw's own error)
+SELECT pg_temp.error_of(format('SELECT storlab.fleet_add(%L, %L)', 'tap_bad',
+                               format('host=%s port=%s dbname=x password=s3cret canary=x', :'sock', :'port'))) AS keyed \gset
+SELECT alike(:'keyed'::text, 'HV00D %', 'a part of a password read as an unknown key: postgres_fdw''s HV00D');
+SELECT unalike(:'keyed'::text, '%canary%', 'which names no part of it');
 
--- 4. Adding and syncing (the password of a mapping is kept, never shown).
+-- 4. Adding and syncing (the password of a mapping is kept, never shown:
+-- not even to pg_stat_statements, tracking every statement, nested ones too).
+SET pg_stat_statements.track = 'all';
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
 SELECT ok(storlab.fleet_add('tap_a', :'conn_a' || ' password=s3cret-canary') IS NOT NULL, 'fleet_add returns the server''s node_id');
+SELECT is((SELECT count(*) FROM pg_stat_statements WHERE query ~ 's3cret'), 0::bigint,
+          'no statement pg_stat_statements tracked holds the password (fleet_add''s own CREATE USER MAPPING among them)');
+-- a password changed later, the way docs/fleet.md shows
+SELECT storlab.fleet_set_password('tap_a', 'n3w-canary');
+SELECT is((SELECT count(*) FROM pg_stat_statements WHERE query ~ 'n3w-canary'), 0::bigint,
+          'nor after fleet_set_password()');
+SELECT is((SELECT count(*) FROM pg_user_mappings WHERE srvname = 'storlab_fleet_tap_a' AND 'password=n3w-canary' = ANY (umoptions)), 1::bigint,
+          'which set the user mapping''s password');
+RESET pg_stat_statements.track;
 SELECT ok(storlab.fleet_add('tap_b', :'conn_b') IS NOT NULL, 'a second server');
 SELECT is((SELECT count(*) FROM storlab.fleet_servers WHERE name LIKE 'tap\_%' AND conninfo ~ 's3cret'), 0::bigint,
           'fleet_servers shows the conninfo without its password');
@@ -234,20 +262,142 @@ SELECT isnt((SELECT n FROM dblink('c', 'SELECT node_id FROM storlab.node') AS t(
 SELECT dblink_disconnect('c');
 DROP DATABASE storlab_tap_fleet_c WITH (FORCE);
 
--- 14. Removed, with or without its results.
+-- 14. Nothing missed: a transaction that commits between a sync's snapshot
+-- of the server and its look at the server's sessions. The look is made
+-- slow here (tap_a's sessions read through a view that takes an advisory
+-- lock, then waits 2 s), and a writer that began before the sync commits
+-- once that lock is taken: inside the window for sure. Its row is not in
+-- the snapshot, its session is gone by the look, and another row committed
+-- before the snapshot has a higher id.
+SELECT dblink_connect('a', :'conn_a');
+SELECT dblink_exec('a', 'SET client_min_messages = warning');
+SELECT dblink_exec('a', 'CREATE SCHEMA tap_slow');
+SELECT dblink_exec('a', $$CREATE FUNCTION tap_slow.activity() RETURNS SETOF pg_catalog.pg_stat_activity LANGUAGE plpgsql
+                          AS 'BEGIN
+                                PERFORM pg_catalog.pg_advisory_lock(4242);
+                                PERFORM pg_catalog.pg_sleep(2);
+                                PERFORM pg_catalog.pg_advisory_unlock(4242);
+                                RETURN QUERY SELECT * FROM pg_catalog.pg_stat_activity;
+                              END'$$);
+-- (pg_locks is read anew each time, unlike pg_stat_activity)
+SELECT dblink_exec('a', $$CREATE FUNCTION tap_slow.await_look() RETURNS void LANGUAGE plpgsql
+                          AS 'BEGIN
+                                FOR i IN 1 .. 3000 LOOP
+                                  EXIT WHEN EXISTS (SELECT FROM pg_catalog.pg_locks
+                                                     WHERE locktype = ''advisory'' AND objid = 4242 AND granted
+                                                       AND pid <> pg_catalog.pg_backend_pid());
+                                  PERFORM pg_catalog.pg_sleep(0.01);
+                                END LOOP;
+                              END'$$);
+SELECT dblink_exec('a', 'CREATE VIEW tap_slow.pg_stat_activity AS SELECT * FROM tap_slow.activity()');
+ALTER FOREIGN TABLE storlab_fleet_tap_a.remote_activity OPTIONS (SET schema_name 'tap_slow');
+SELECT is((SELECT count(error) FROM storlab.fleet_sync('tap_a')), 0::bigint, 'a sync through the slow look');
+-- a probe row as a writer stores it (a copy of the first, stamped now)
+SELECT format('INSERT INTO storlab.probes (%1$s, started_at) SELECT %1$s, clock_timestamp() FROM storlab.probes ORDER BY id LIMIT 1 RETURNING id',
+              string_agg(quote_ident(attname), ', ' ORDER BY attnum)) AS copy_probe
+  FROM pg_attribute WHERE attrelid = 'storlab.probes'::regclass AND attnum > 0 AND NOT attisdropped
+   AND attname NOT IN ('id', 'started_at') \gset
+SELECT dblink_connect('w', :'conn_a');
+SELECT dblink_exec('w', 'BEGIN');
+SELECT id AS w_id FROM dblink('w', :'copy_probe') AS t(id bigint) \gset
+SELECT id AS v_id FROM dblink('a', :'copy_probe') AS t(id bigint) \gset
+-- the writer commits once the sync's slow look has begun: after its
+-- snapshot, before the look itself
+SELECT dblink_send_query('w', 'SELECT tap_slow.await_look(); COMMIT');
+SELECT is((SELECT array_agg(rows_copied) FROM storlab.fleet_sync('tap_a') WHERE table_name = 'probes'), '{1}'::bigint[],
+          'the sync copies the row committed before it, not the one committed during it');
+SELECT * FROM dblink_get_result('w') AS t(v text);
+SELECT is((SELECT v FROM dblink_get_result('w') AS t(v text)), 'COMMIT', 'the writer committed during that sync');
+SELECT count(*) FROM dblink_get_result('w') AS t(v text);
+SELECT dblink_disconnect('w');
+SELECT is((SELECT count(error) FROM storlab.fleet_sync('tap_a')), 0::bigint, 'the next sync');
+SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_a' AND id IN (:w_id, :v_id)), 2::bigint,
+          'copies the row committed during the one before: nothing is missed');
+ALTER FOREIGN TABLE storlab_fleet_tap_a.remote_activity OPTIONS (SET schema_name 'pg_catalog');
+SELECT dblink_exec('a', 'DROP SCHEMA tap_slow CASCADE');
+
+-- 15. A reinstall is a new install: DROP EXTENSION and CREATE EXTENSION in
+-- one session give that session the new install's node, and the rows it
+-- writes name it. (A collector's cached session to a server of another
+-- cluster: test/fleet_clusters.sh; here, in one cluster, the collector's
+-- sessions are closed by the reinstall's catalog invalidations.)
+CREATE DATABASE storlab_tap_fleet_d;
+SELECT format('host=%s port=%s dbname=storlab_tap_fleet_d', :'sock', :'port') AS conn_d \gset
+SELECT dblink_connect('d', :'conn_d');
+SELECT dblink_exec('d', 'SET client_min_messages = warning');
+SELECT dblink_exec('d', 'CREATE EXTENSION storlab');
+SELECT dblink_exec('d', $$SET storlab.suite_file_size = '4MB'$$);
+SELECT count(*) FROM dblink('d', $$SELECT storlab.baseline('tap', '{lab_ram}', '50 ms', 2)$$) AS t(id bigint);
+SELECT n AS d_node FROM dblink('d', 'SELECT storlab.node_id()') AS t(n uuid) \gset
+SELECT ok(storlab.fleet_add('tap_d', :'conn_d') = :'d_node', 'a server whose storlab will be installed again');
+SELECT is((SELECT count(error) FROM storlab.fleet_sync('tap_d')), 0::bigint, 'synced once');
+SELECT dblink_exec('d', 'DROP EXTENSION storlab');
+SELECT dblink_exec('d', 'CREATE EXTENSION storlab');
+SELECT is((SELECT n FROM dblink('d', 'SELECT storlab.node_id() IN (SELECT node_id FROM storlab.nodes)') AS t(n boolean)), true,
+          'the session that reinstalled it names a node of the new install, not the one it read before');
+SELECT n AS d_node2 FROM dblink(:'conn_d', 'SELECT storlab.node_id()') AS t(n uuid) \gset
+SELECT isnt(:'d_node2'::uuid, :'d_node'::uuid, 'the new install has a new node');
+SELECT is((SELECT n FROM dblink('d', $$SELECT node_id FROM storlab.probe('lab_ram', 'randread', duration => '50 ms', file_size => 1048576, direct => false)$$)
+             AS t(n uuid)), :'d_node2'::uuid, 'and so does a probe it stores');
+SELECT is((SELECT count(error) FROM storlab.fleet_sync('tap_d')), 0::bigint, 'a sync after the reinstall');
+SELECT is((SELECT node_id FROM storlab.fleet_members WHERE name = 'tap_d'), :'d_node2'::uuid,
+          'reads the new node');
+SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_d' AND node_id = :'d_node2'), 1::bigint,
+          'and copies the new install''s probe (ids start again at 1: kept apart by the node)');
+
+-- 16. The same database after a reinstall is the same server: removed with
+-- its results kept, installed again, it is added again under its name.
+SELECT storlab.fleet_remove('tap_d');
+SELECT dblink_exec('d', 'DROP EXTENSION storlab');
+SELECT dblink_exec('d', 'CREATE EXTENSION storlab');
+SELECT n AS d_node3 FROM dblink('d', 'SELECT storlab.node_id()') AS t(n uuid) \gset
+SELECT lives_ok(format('SELECT storlab.fleet_add(%L, %L)', 'tap_d', :'conn_d'),
+                'the same database after a reinstall is added again under the name its results were kept under');
+SELECT is((SELECT count(DISTINCT node_id) FROM storlab.fleet_probes WHERE server = 'tap_d'), 2::bigint,
+          'which keeps them, both installs'' nodes');
+
+-- 17. A run copied while it ran, then finished and pruned on its server, is
+-- no run the collector waits for any more.
+SELECT dblink_disconnect('d');
+SELECT dblink_connect('d', :'conn_d');
+SELECT dblink_exec('d', 'SET client_min_messages = warning');
+SELECT id AS init FROM dblink('d', 'SELECT storlab.bench_init(scale => 1)') AS t(id bigint) \gset
+SELECT dblink_exec('d', format('CALL storlab.wait(%s, timeout => ''2 min'')', :init));
+SELECT id AS run FROM dblink('d', $$SELECT storlab.bench_start('select-only', 1, 1, '3 s')$$) AS t(id bigint) \gset
+DO $$ BEGIN
+  FOR i IN 1 .. 300 LOOP
+    EXIT WHEN (SELECT s FROM dblink('d', 'SELECT count(*) FROM storlab.bench_runs WHERE started_at IS NOT NULL AND finished_at IS NULL') AS t(s bigint)) > 0;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SELECT is((SELECT count(error) FROM storlab.fleet_sync('tap_d')), 0::bigint, 'a sync while it runs');
+SELECT is((SELECT count(*) FROM storlab.fleet_bench_runs WHERE server = 'tap_d' AND id = :run AND finished_at IS NULL), 1::bigint,
+          'copies it unfinished');
+SELECT dblink_exec('d', format('CALL storlab.wait(%s, timeout => ''2 min'')', :run));
+SELECT pg_sleep(1.1);
+SELECT jobs FROM dblink('d', $$CALL storlab.prune('1 second')$$)
+    AS t(probes bigint, jobs bigint, bench_runs bigint, bench_progress bigint, experiments bigint, experiment_sizes bigint, relocations bigint);
+SELECT is((SELECT count(*) FROM dblink('d', 'SELECT id FROM storlab.bench_runs') AS t(id bigint)), 0::bigint, 'pruned on its server');
+SELECT is((SELECT count(error) FROM storlab.fleet_sync('tap_d')), 0::bigint, 'the next sync');
+SELECT is((SELECT to_jsonb(r) ->> 'gone_at' IS NOT NULL FROM storlab.fleet_bench_runs r WHERE server = 'tap_d' AND id = :run), true,
+          'marks the copy gone from its server: it is no longer read as running');
+SELECT dblink_disconnect('d');
+
+-- 18. Removed, with or without its results.
 SELECT storlab.fleet_remove('tap_b');
 SELECT storlab.fleet_remove('tap_a', keep_results => false);
+SELECT storlab.fleet_remove('tap_d', keep_results => false);
 SELECT is((SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_b') > 0
           AND (SELECT count(*) FROM storlab.fleet_probes WHERE server = 'tap_a') = 0, true,
           'a removed server''s copies stay unless keep_results is false');
 
 SELECT * FROM finish();
 SET client_min_messages = warning;
-DELETE FROM storlab.fleet_probes WHERE server LIKE 'tap\_%';
-DELETE FROM storlab.fleet_nodes WHERE server LIKE 'tap\_%';
+SELECT storlab.fleet_remove('tap_b', keep_results => false);
 DROP SCHEMA tap_fleet_evil CASCADE;
 DROP OWNED BY tap_fleet_reader CASCADE;
 DROP ROLE tap_fleet_reader;
 DROP ROLE tap_fleet_nobody;
 DROP DATABASE storlab_tap_fleet_a WITH (FORCE);
+DROP DATABASE storlab_tap_fleet_d WITH (FORCE);
 DROP ROLE tap_fleet_remote;

@@ -21,15 +21,22 @@
 #   - a member on storlab 0.5.0 (a database of the lab; skipped when its
 #     install script cannot be copied into the extension folder): added with
 #     a NULL node_id, its probes copied under fleet_legacy_node(); a second
-#     such database of the same cluster is a known defect (a TODO test: its
-#     rows collide with the first's and are never copied);
+#     such database of the same cluster is a member of its own; the same
+#     database under a second name is refused (42710), and, removed with its
+#     results kept, added again under another name it takes them along;
+#   - a reinstall of storlab on a member (of another cluster than the
+#     collector's) is read right through the collector's cached
+#     postgres_fdw session: the new install's node, the new probe under it;
+#   - a collector updated from the release before (sql/versions; skipped
+#     without its script) keeps a copied baseline's links and drops those to
+#     copies deleted by hand, and a baseline's probe cannot be deleted;
 #   - bad input against real servers: an unreachable server (08001), a
 #     database without storlab (42704) and a member's database under a
 #     second name (42710) leave nothing behind, and a password
 #     given in a conninfo shows nowhere: not in fleet_servers, not in an
 #     error (message, detail, hint, context), not in a notice.
 # Every cluster it made is stopped and removed at exit, also after a
-# failure, and its databases in the lab dropped. About 20 s on 2 cores.
+# failure, and its databases in the lab dropped. About 22 s on 2 cores.
 #
 # Environment: STORLAB_FLEET_DIR (/var/tmp/storlab-fleet), the folder of the
 # throwaway clusters (a server a killed run left there is stopped first),
@@ -55,7 +62,11 @@ COLLECTOR=storlab_fleet_collector
 LAB_MEMBER=storlab_fleet_member
 OLD_DB=storlab_fleet_old
 TWIN_DB=storlab_fleet_old_twin
+UPDATED_DB=storlab_fleet_updated
+PREVIOUS=0.8.0  # the release before this one: a collector updated from it
 OLD_VERSION=0.5.0
+# the version this tree builds, as every member and the collector run it
+VERSION=$(sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 CANARY=s3cret-canary
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
 WORK=${STORLAB_FLEET_DIR:-/var/tmp/storlab-fleet}
@@ -98,13 +109,14 @@ stop() { # NAME
     || as_owner "$PG_BIN/pg_ctl" -D "$WORK/$1/data" -m immediate -w -t 60 stop >/dev/null 2>&1
 }
 
-# The old release's install script copied into EXT_DIR goes again at exit
-# when it was not there before: no package owns it.
+# The old releases' install scripts copied into EXT_DIR go again at exit
+# when they were not there before: no package owns them.
 added=()
-[[ -e $EXT_DIR/storlab--$OLD_VERSION.sql ]] || added+=("$EXT_DIR/storlab--$OLD_VERSION.sql")
+for v in "$OLD_VERSION" "$PREVIOUS"; do [[ -e $EXT_DIR/storlab--$v.sql ]] || added+=("$EXT_DIR/storlab--$v.sql"); done
 drop_databases() {
   lab postgres -c "DROP DATABASE IF EXISTS $COLLECTOR WITH (FORCE)" -c "DROP DATABASE IF EXISTS $OLD_DB WITH (FORCE)" \
-    -c "DROP DATABASE IF EXISTS $LAB_MEMBER WITH (FORCE)" -c "DROP DATABASE IF EXISTS $TWIN_DB WITH (FORCE)" >/dev/null 2>&1
+    -c "DROP DATABASE IF EXISTS $LAB_MEMBER WITH (FORCE)" -c "DROP DATABASE IF EXISTS $TWIN_DB WITH (FORCE)" \
+    -c "DROP DATABASE IF EXISTS $UPDATED_DB WITH (FORCE)" >/dev/null 2>&1
 }
 cleanup() {
   local d
@@ -433,6 +445,7 @@ SQL
   sync sync9 old_twin
   is "$(copied_any sync9)" "old_twin probes 2" \
     "a second database on $OLD_VERSION in the same cluster: its two probes are copied too (rows without a node_id are keyed by system identifier and database)"
+  old_ok=1
 fi
 
 # ---- bad input, against real servers -------------------------------------
@@ -484,6 +497,85 @@ out=$(collector -c "SET client_min_messages = debug5" -c "SELECT count(*) FROM s
 is "$(grep -c -- "$CANARY" <<<"$out") $(collector -c "SELECT count(*) FROM storlab.fleet_servers s WHERE s::text LIKE '%$CANARY%'")" "0 0" \
   "two, added with a password: no sync's messages (notices and debug) and no row of fleet_servers shows it"
 is "$(grep -c -- "$CANARY" "$WORK/collector.err")" 0 "and no notice or error the collector printed in this whole test"
+
+# ---- one server under two names ------------------------------------------
+
+# A server on storlab before 0.8.0 has no node: it is the legacy node of its
+# system identifier and database, and is one member as a node is.
+if [[ ${old_ok:-0} == 1 ]]; then
+  e=$(attempt old_again "host=$PGHOST port=$PGPORT dbname=$OLD_DB user=postgres")
+  is "$(head -1 <<<"$e") | $(left_of old_again)" "42710 | $nothing" \
+    "a server on storlab $OLD_VERSION added again under a second name is refused (42710), leaving nothing: its rows would be the first one's, and removing the first would delete them for good"
+  [[ $(head -1 <<<"$e") == 42710 ]] || sed 's/^/#   /' <<<"$e"
+  collector -c "SELECT storlab.fleet_remove('old')" >/dev/null
+  add old_again "host=$PGHOST port=$PGPORT dbname=$OLD_DB user=postgres" >/dev/null
+  sync sync10 old_again
+  is "$(collector -c "SELECT count(*) FILTER (WHERE server = 'old_again') || ' of ' || count(*) FROM storlab.fleet_probes
+                        WHERE node_id = storlab.fleet_legacy_node($sysid_lab, '$OLD_DB')")" "2 of 2" \
+    "removed with its results kept and added again under another name, it takes its kept results along"
+else
+  for ((i = 0; i < 2; i++)); do skip "no member on storlab $OLD_VERSION"; done
+fi
+
+# ---- a reinstall seen through the collector's cached session ---------------
+
+# A collector's session to a member (postgres_fdw keeps it) outlives a
+# reinstall of storlab there: the member's session must name the new
+# install's node. (The member is in another cluster than the collector, so
+# nothing invalidates the collector's caches meanwhile.)
+RE_DB=storlab_fleet_re
+re() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT_TWO" -U postgres -d "$RE_DB" "$@"; }
+fdw_pid="SELECT coalesce(string_agg(pid::text, ','), 'none') FROM pg_stat_activity WHERE datname = '$RE_DB' AND application_name = 'postgres_fdw'"
+"$PG_BIN/psql" -X -q -h "$SOCK" -p "$PORT_TWO" -U postgres -d postgres -c "CREATE DATABASE $RE_DB" \
+  && re -c "CREATE EXTENSION storlab"
+add re "$(conninfo "$PORT_TWO" "$RE_DB")" >/dev/null
+collector >/dev/null <<SQL
+SELECT count(error) FROM storlab.fleet_sync('re');
+\\! $PG_BIN/psql -X -q -At -h $SOCK -p $PORT_TWO -U postgres -d $RE_DB -c "$fdw_pid" >$WORK/re.before
+\\! $PG_BIN/psql -X -q -At -h $SOCK -p $PORT_TWO -U postgres -d $RE_DB -c 'SET client_min_messages = warning' -c 'DROP EXTENSION storlab' -c 'CREATE EXTENSION storlab' -c "SELECT (storlab.probe('pg_default', 'randread', duration => '100 ms', file_size => 1048576)).id" >/dev/null
+SELECT count(error) FROM storlab.fleet_sync('re');
+\\! $PG_BIN/psql -X -q -At -h $SOCK -p $PORT_TWO -U postgres -d $RE_DB -c "$fdw_pid" >$WORK/re.after
+SQL
+is "$(cat "$WORK/re.after" 2>/dev/null)" "$(cat "$WORK/re.before" 2>/dev/null)" \
+  "the collector's session to the member is the same before and after the reinstall there (postgres_fdw kept it)"
+RE_NODE=$(re -c "SELECT string_agg(node_id::text, ',') FROM storlab.nodes")
+is "$(collector -c "SELECT node_id FROM storlab.fleet_members WHERE name = 're'") | $(collector -c "SELECT string_agg(DISTINCT node_id::text, ',') FROM storlab.fleet_probes WHERE server = 're'")" \
+  "$RE_NODE | $RE_NODE" \
+  "through it the collector reads the new install's node, the one its storlab.nodes holds, and copies the new probe under it"
+
+# ---- a collector updated from the release before ---------------------------
+
+# Copies deleted by hand under $PREVIOUS may have left links of a copied
+# baseline to probes (or baselines) that are gone: the update drops those
+# (they refer to nothing) and keeps the rest, so that the foreign keys that
+# now keep a baseline's probes can hold.
+if [[ ! -f sql/versions/storlab--$PREVIOUS.sql ]] || ! cp "sql/versions/storlab--$PREVIOUS.sql" "$EXT_DIR/" 2>/dev/null; then
+  for ((i = 0; i < 2; i++)); do skip "no install script of storlab $PREVIOUS to copy into $EXT_DIR"; done
+else
+  lab postgres -c "CREATE DATABASE $UPDATED_DB" >/dev/null
+  node=00000000-0000-0000-0000-000000000001
+  lab "$UPDATED_DB" >/dev/null <<SQL
+SET client_min_messages = warning;
+CREATE EXTENSION storlab VERSION '$PREVIOUS';
+INSERT INTO storlab.fleet_probes (id, node_id, server, tablespace, location, workload, block_size, workers, direct, sync_method,
+                                  writes_per_sync, file_size, duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us,
+                                  lat_p90_us, lat_p99_us, lat_p999_us, lat_max_us, histogram, env, system_identifier, hostname,
+                                  started_at, iodepth, engine)
+SELECT i, '$node', 'm', 'pg_default', '/x', 'randread', 8192, 1, true, 'none', 1, 1048576, 0.1, 1, 8192, 10, 0.1, 1, 1, 1, 1, 1, 1,
+       '\\x00', '{}', 1, 'h', now(), 1, 'psync' FROM generate_series(1, 2) i;
+INSERT INTO storlab.fleet_baselines (id, node_id, server, label, tablespaces, duration_s, repetitions, system_identifier, hostname, taken_at)
+VALUES (1, '$node', 'm', 'b', '{pg_default}', 0.1, 2, 1, 'h', now());
+-- to probe 1 (kept), to a probe deleted by hand, and of a baseline deleted by hand
+INSERT INTO storlab.fleet_baseline_probes (baseline_id, probe_id, repetition, node_id, server)
+VALUES (1, 1, 1, '$node', 'm'), (1, 3, 2, '$node', 'm'), (7, 2, 1, '$node', 'm');
+ALTER EXTENSION storlab UPDATE;
+SQL
+  is "$(lab "$UPDATED_DB" -c "SELECT extversion || ': ' || (SELECT string_agg(baseline_id || '/' || probe_id, ' ') FROM storlab.fleet_baseline_probes)
+                                FROM pg_extension WHERE extname = 'storlab'")" "$VERSION: 1/1" \
+    "a collector updated from $PREVIOUS keeps a copied baseline's link to its probe, and drops those to copies deleted by hand"
+  is "$(lab "$UPDATED_DB" -c "DELETE FROM storlab.fleet_probes WHERE id = 1" 2>&1 | grep -c fleet_baseline_probes_probe_fkey)" 1 \
+    "and a copied baseline's probe can no longer be deleted under it"
+fi
 
 echo "# fleet of $PG: $((SECONDS - T0)) s"
 echo "1..$n"

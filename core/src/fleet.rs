@@ -4,6 +4,7 @@
 //! server's options and a user mapping's, what of it may be shown, and
 //! which storlab versions a collector can read.
 
+use crate::conninfo;
 use crate::error::{Error, SqlState};
 
 /// A member's name becomes part of two identifiers (`storlab_fleet_<name>`
@@ -16,23 +17,28 @@ pub const NAME_MAX: usize = 40;
 /// fleet's readers use.
 pub const OLDEST_READABLE: (u32, u32, u32) = (0, 5, 0);
 
-/// libpq keywords that go on the user mapping: the role, and every secret
-/// (postgres_fdw allows `user` and libpq's secret options there only;
-/// sslkey and sslcert are per role too). Everything else describes the
-/// server and goes on the foreign server.
-const MAPPING_KEYS: [&str; 5] = ["user", "password", "sslpassword", "sslkey", "sslcert"];
-
-/// Keywords whose value is never shown: not in `storlab.fleet_servers`,
-/// not in an error or a notice.
-const SECRET_KEYS: [&str; 2] = ["password", "sslpassword"];
+/// libpq keywords that go on the user mapping: the role, the client
+/// certificate and every secret (postgres_fdw takes `user` and libpq's
+/// password fields there only; sslkey and sslcert are per role too).
+/// Everything else describes the server and goes on the foreign server.
+const MAPPING_KEYS: [&str; 6] = [
+    "user",
+    "sslkey",
+    "sslcert",
+    "password",
+    "sslpassword",
+    "oauth_client_secret",
+];
 
 /// Keywords postgres_fdw sets itself, or that would make the connection
 /// something else than a plain read of another server's database.
-const REFUSED_KEYS: [&str; 4] = [
+const REFUSED_KEYS: [&str; 6] = [
     "client_encoding",
     "fallback_application_name",
     "replication",
     "service",
+    "scram_client_key",
+    "scram_server_key",
 ];
 
 pub fn check_name(name: &str) -> Result<(), Error> {
@@ -70,40 +76,40 @@ impl Split {
         self.server
             .iter()
             .chain(&self.mapping)
-            .filter(|(k, _)| !SECRET_KEYS.contains(&k.as_str()))
-            .map(|(k, v)| format!("{k}={}", quote_value(v)))
+            .filter(|(k, _)| !conninfo::SECRET_KEYWORDS.contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={}", conninfo::quote_if_needed(v)))
             .collect::<Vec<_>>()
             .join(" ")
     }
 }
 
-fn quote_value(v: &str) -> String {
-    if !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '\'' || c == '\\') {
-        return v.to_string();
-    }
-    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
-}
-
-/// Splits a libpq `key=value` conninfo. A URI (`postgresql://...`) is
-/// refused rather than parsed: its password would sit in the middle of a
-/// string storlab must never echo. No message names a value: a password
-/// typed in the wrong place stays unseen.
+/// Splits a libpq `key=value` conninfo, read as libpq reads it
+/// (crate::conninfo). A URI (`postgresql://...`) is refused rather than
+/// parsed: its password would sit in the middle of a string storlab must
+/// never echo. No message names a value, nor a word that is no libpq
+/// keyword: a password typed with an unquoted space, or pasted without
+/// `password=`, stays unseen.
 pub fn split_conninfo(conninfo: &str) -> Result<Split, Error> {
     let bad = |msg: String| Error::new(SqlState::InvalidParameterValue, msg);
-    if conninfo.trim_start().starts_with("postgres://")
-        || conninfo.trim_start().starts_with("postgresql://")
-    {
+    if conninfo::is_uri(conninfo) {
         return Err(
             bad("a fleet server's conninfo must be key=value pairs, not a URI".into())
                 .with_hint("Write it as host=... port=... dbname=... user=..."),
         );
     }
-    let pairs = pairs(conninfo).map_err(bad)?;
+    let pairs =
+        conninfo::parse(conninfo).map_err(|e| bad(format!("a fleet server's conninfo: {e}")))?;
     let mut split = Split {
         server: Vec::new(),
         mapping: Vec::new(),
     };
-    for (k, v) in pairs {
+    for (i, (k, v)) in pairs.into_iter().enumerate() {
+        let item = i + 1;
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            return Err(bad(format!(
+                "a fleet server's conninfo: the key of item {item} is not a libpq keyword"
+            )));
+        }
         if REFUSED_KEYS.contains(&k.as_str()) {
             return Err(bad(format!(
                 "a fleet server's conninfo may not set {k}: postgres_fdw sets or refuses it"
@@ -115,7 +121,10 @@ pub fn split_conninfo(conninfo: &str) -> Result<Split, Error> {
             .chain(&split.mapping)
             .any(|(o, _)| *o == k)
         {
-            return Err(bad(format!("the conninfo sets {k} twice")));
+            return Err(bad(format!(
+                "a fleet server's conninfo sets {} twice",
+                conninfo::named(item, &k)
+            )));
         }
         if MAPPING_KEYS.contains(&k.as_str()) {
             split.mapping.push((k, v));
@@ -131,52 +140,6 @@ pub fn split_conninfo(conninfo: &str) -> Result<Split, Error> {
         );
     }
     Ok(split)
-}
-
-/// The `key=value` pairs of a conninfo; values may be single-quoted, with
-/// `\'` and `\\` escapes, as libpq reads them. Errors name keys, never
-/// values.
-fn pairs(conninfo: &str) -> Result<Vec<(String, String)>, String> {
-    let mut out = Vec::new();
-    let mut chars = conninfo.chars().peekable();
-    let skip_space = |chars: &mut std::iter::Peekable<std::str::Chars>| {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-    };
-    loop {
-        skip_space(&mut chars);
-        if chars.peek().is_none() {
-            return Ok(out);
-        }
-        let key: String =
-            std::iter::from_fn(|| chars.next_if(|c| *c != '=' && !c.is_whitespace())).collect();
-        skip_space(&mut chars);
-        if chars.next() != Some('=') {
-            return Err(format!(
-                "the conninfo's \"{key}\" has no value: write key=value pairs"
-            ));
-        }
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-            return Err("the conninfo has a key that is not a libpq keyword".into());
-        }
-        skip_space(&mut chars);
-        let mut value = String::new();
-        if chars.peek() == Some(&'\'') {
-            chars.next();
-            loop {
-                match chars.next() {
-                    Some('\\') => value.extend(chars.next()),
-                    Some('\'') => break,
-                    Some(c) => value.push(c),
-                    None => return Err(format!("unterminated quote in the conninfo's {key}")),
-                }
-            }
-        } else {
-            value.extend(std::iter::from_fn(|| chars.next_if(|c| !c.is_whitespace())));
-        }
-        out.push((key, value));
-    }
 }
 
 /// A storlab version as (major, minor, patch); None when it is not one.
@@ -276,19 +239,53 @@ mod tests {
                 "sets password twice",
             ),
             ("dbname=d replication=hunter2", "may not set replication"),
-            ("dbname=d password='hunter2", "unterminated quote"),
-            ("dbname=d hunter2", "has no value"),
-            ("dbname=d Hunter2=x", "not a libpq keyword"),
+            (
+                "dbname=d password='hunter2",
+                "the value of password opens a single quote",
+            ),
+            // a password pasted without password=, or with an unquoted space
+            (
+                "dbname=d hunter2",
+                "item 2 of the connection string is not key=value",
+            ),
+            (
+                "dbname=d password=hun ter2",
+                "item 3 of the connection string is not key=value",
+            ),
+            (
+                "dbname=d password=a Hunter2=x",
+                "the key of item 3 is not a libpq keyword",
+            ),
+            (
+                "dbname=d password=a hunterx=x hunterx=y",
+                "sets item 4 twice",
+            ),
+            (
+                "dbname=d password=a hunterx='x",
+                "the value of item 3 opens a single quote",
+            ),
         ] {
             let e = split_conninfo(conninfo).unwrap_err();
             assert_eq!(e.state, SqlState::InvalidParameterValue);
             assert!(e.message.contains(says), "{conninfo}: {}", e.message);
             let all = format!("{} {:?} {:?}", e.message, e.detail, e.hint);
-            assert!(
-                !all.contains("hunter2") || conninfo.ends_with(" hunter2"),
-                "{all}"
-            );
+            assert!(!all.contains("hunter") && !all.contains("ter2"), "{all}");
         }
+    }
+
+    #[test]
+    fn values_are_read_as_libpq_reads_them() {
+        // a backslash outside quotes takes the next character: psql and
+        // postgres_fdw's libpq would log in with "se cret\"
+        let s = split_conninfo(r"dbname=d password=se\ cret\\ user=u").unwrap();
+        assert_eq!(
+            s.mapping[0],
+            ("password".to_string(), r"se cret\".to_string())
+        );
+        assert_eq!(s.shown(), "dbname=d user=u");
+        let s = split_conninfo("dbname=d oauth_client_secret=x sslcert=/c user=u").unwrap();
+        assert_eq!(s.shown(), "dbname=d sslcert=/c user=u");
+        assert!(s.mapping.iter().any(|(k, _)| k == "oauth_client_secret"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! without a server: `cargo test -p storlab-core`.
 //!
 //! - `error`: the one error type, with the SQLSTATE it is raised with
+//! - `conninfo`: libpq's `key=value` connection strings, read as libpq reads them
 //! - `fleet`: a collector's members: names, conninfo split for postgres_fdw, versions
 //! - `request`: typed requests, checked once (22023 with the allowed range)
 //! - `probe`: the I/O engine (psync, io_uring), workloads, the precision stop
@@ -24,6 +25,7 @@
 
 pub mod advice;
 pub mod chart;
+pub mod conninfo;
 pub mod env;
 pub mod error;
 pub mod fleet;

@@ -73,15 +73,16 @@ CREATE TABLE storlab.fleet_members (
     storlab_version   text,       -- the version its foreign tables were imported for
     last_attempt      timestamptz,
     last_sync         timestamptz,  -- the end of the last sync that succeeded
-    last_error        text          -- why the last attempt failed; NULL once one succeeds
+    last_error        text,         -- why the last attempt failed; NULL once one succeeds
+    horizon_seen      timestamptz   -- the start of the oldest transaction open on it at the last contact (its clock): the next sync's horizon
 );
 COMMENT ON TABLE storlab.fleet_members IS 'The servers this collector reads (storlab.fleet_add); read them through storlab.fleet_servers';
 
 -- How far each table of each server is copied: every row with an id above
 -- last_id, or stamped at or after horizon, is read again at the next sync
 -- (and copied only if new or changed). The horizon is the member's clock:
--- the start of its oldest transaction still open at the last sync, whose
--- rows that sync could not see yet.
+-- the start of its oldest transaction open before the last sync's snapshot
+-- (seen at the contact before it), whose rows that sync could not see yet.
 CREATE TABLE storlab.fleet_marks (
     server     text   NOT NULL REFERENCES storlab.fleet_members (name) ON DELETE CASCADE,
     table_name text   NOT NULL,
@@ -91,14 +92,22 @@ CREATE TABLE storlab.fleet_marks (
 );
 
 -- Which server each node's rows are shown under: a member's own node
--- (seen in its storlab.node) is its own; a node only seen on rows (a
--- clone's origin, a server before a pg_upgrade) belongs to the first
--- member that delivered it, until a member names it as its own.
+-- (seen in its storlab.node, or for a member older than 0.8.0 the legacy
+-- node of its system identifier and database) is its own; a node only seen
+-- on rows (a clone's origin, a server before a pg_upgrade) belongs to the
+-- first member that delivered it, until a member names it as its own. An
+-- own node's place (its row of the member's storlab.nodes) says which
+-- database it is: the same database after a reinstall of storlab is a new
+-- node in the same place, and the same server.
 CREATE TABLE storlab.fleet_nodes (
-    node_id    uuid        PRIMARY KEY,
-    server     text        NOT NULL,
-    own        boolean     NOT NULL DEFAULT false,  -- the member's storlab.node said so
-    first_seen timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+    node_id           uuid        PRIMARY KEY,
+    server            text        NOT NULL,
+    own               boolean     NOT NULL DEFAULT false,  -- the member's storlab.node said so
+    first_seen        timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+    system_identifier bigint,     -- its place, for an own node of storlab 0.8.0 or later
+    hostname          text,
+    data_directory    text,
+    database_oid      oid
 );
 
 -- The copies: each the columns of this version's table (or view), the
@@ -138,6 +147,22 @@ ALTER TABLE storlab.fleet_experiments
   ADD COLUMN server text NOT NULL,
   ADD COLUMN synced_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
   ADD PRIMARY KEY (node_id, id);
+-- A run or experiment copied unfinished is read again at every sync until
+-- it is finished; one its server no longer has (pruned there, or gone with
+-- a reinstall) before its end was copied will never finish here: gone_at
+-- says when a sync found it gone, and it is no longer waited for.
+ALTER TABLE storlab.fleet_bench_runs ADD COLUMN gone_at timestamptz;
+ALTER TABLE storlab.fleet_experiments ADD COLUMN gone_at timestamptz;
+-- A copied baseline keeps its probes: a probe it refers to cannot be
+-- deleted under it (no cascade: a DELETE by hand fails, as on the servers
+-- themselves), and its links go with it. (Deferred: a sync copies a
+-- baseline's links before the baseline, in one transaction.)
+ALTER TABLE storlab.fleet_baseline_probes
+  ADD CONSTRAINT fleet_baseline_probes_probe_fkey FOREIGN KEY (node_id, probe_id)
+      REFERENCES storlab.fleet_probes (node_id, id),
+  ADD CONSTRAINT fleet_baseline_probes_baseline_fkey FOREIGN KEY (node_id, baseline_id)
+      REFERENCES storlab.fleet_baselines (node_id, id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED;
+CREATE INDEX fleet_baseline_probes_probe ON storlab.fleet_baseline_probes (node_id, probe_id);
 -- the newest standard-suite figure of each server, tablespace and
 -- workload (chart_svg('fleet'), a walk of core/src/newest.rs), and a
 -- server's rows
@@ -202,23 +227,29 @@ CREATE FUNCTION storlab.fleet_node_expr(remote regclass, database text) RETURNS 
 -- version changed: the catalog views every server has (its extensions, its
 -- sessions, its settings), then storlab's tables as that version has them.
 -- Refuses a server without storlab (42704), whose storlab the collector
--- cannot read (0A000), or that is the node of another member (42710). Runs as storlab's owner, whose user mapping holds
--- the credentials.
+-- cannot read (0A000), or that is another member's server (42710). Returns
+-- the horizon this sync copies from, read before its snapshot. Runs as
+-- storlab's owner, whose user mapping holds the credentials.
 CREATE FUNCTION storlab.fleet_connect(server text) RETURNS timestamptz
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   sch name := storlab.fleet_schema(server);
   mine text := (SELECT extversion FROM pg_extension WHERE extname = 'storlab');
   dbname text := storlab.fleet_database(server);
+  member record;
   theirs text;
+  seen timestamptz;
   horizon timestamptz;
   n record;
+  place record;
+  identity uuid;
   t name;
   other text;
   unseen boolean;
   prepared boolean;
   version text;
 BEGIN
+  SELECT NULL::bigint AS system_identifier, NULL::text AS hostname, NULL::text AS data_directory, NULL::oid AS database_oid INTO place;
   IF pg_catalog.to_regclass(format('%I.remote_extension', sch)) IS NULL THEN
     EXECUTE format('CREATE FOREIGN TABLE %I.remote_extension (extname name, extversion text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
                    sch, sch, 'pg_catalog', 'pg_extension');
@@ -229,11 +260,25 @@ BEGIN
     EXECUTE format('CREATE FOREIGN TABLE %I.remote_settings (name text, setting text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
                    sch, sch, 'pg_catalog', 'pg_settings');
   END IF;
+  -- (storlab.nodes, read only where the member has it: 0.8.0 and later)
+  IF pg_catalog.to_regclass(format('%I.remote_nodes', sch)) IS NULL THEN
+    EXECUTE format('CREATE FOREIGN TABLE %I.remote_nodes (node_id uuid, system_identifier bigint, hostname text, data_directory text, database_oid oid) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+                   sch, sch, 'storlab', 'nodes');
+  END IF;
+  SELECT m.node_id, m.horizon_seen INTO member FROM storlab.fleet_members m WHERE m.name = server;
+  -- The sync's horizon is read before its snapshot: it is the one the last
+  -- contact saw (committed with it, before this transaction began). A
+  -- transaction open on the member now either was open then, and started
+  -- no earlier than that horizon, or began after that contact; either way
+  -- its rows are stamped at or after it, and the next sync reads them. (The
+  -- look at the sessions below comes after this sync's snapshot: a
+  -- transaction that commits in between is in neither, so that look can
+  -- only serve the next sync.)
+  seen := member.horizon_seen;
   -- The first query on the member connects, and begins the member's
   -- transaction (REPEATABLE READ: every table read in one snapshot). The
   -- start of the oldest transaction open in the database then (ours among
-  -- them) is the sync's horizon: rows a transaction still open would write
-  -- bear a later stamp, and the next sync reads from there again.
+  -- them) is what this contact sees, the next sync's horizon.
   -- (Needs pg_read_all_stats there, in pg_monitor: other roles' sessions
   -- show no xact_start without it; checked below.)
   EXECUTE format('SELECT min(xact_start), bool_or(query = %L) FROM %I.remote_activity WHERE datname = $1',
@@ -241,11 +286,16 @@ BEGIN
     INTO horizon, unseen USING dbname;
   -- A prepared transaction (two-phase commit) is in no session: its rows
   -- may be stamped before any horizon read now. While one is there, the
-  -- horizon does not move on (NULL: fleet_copy keeps the last one), and on
-  -- a first sync every row stays to be read again until it is gone.
+  -- horizon does not move on (NULL: fleet_copy keeps the last one, and what
+  -- this contact saw is not kept), and on a first sync every row stays to
+  -- be read again until it is gone.
   EXECUTE format('SELECT EXISTS (SELECT FROM %I.remote_prepared WHERE database = $1)', sch) INTO prepared USING dbname;
   IF prepared THEN
     horizon := NULL;
+  ELSE
+    UPDATE storlab.fleet_members m SET horizon_seen = horizon WHERE m.name = server;
+    -- (none seen yet, as after an update from 0.8.0: the last one stays)
+    horizon := CASE WHEN seen IS NOT NULL THEN least(seen, horizon) END;
   END IF;
   EXECUTE format('SELECT (SELECT extversion FROM %I.remote_extension WHERE extname = %L)', sch, 'storlab') INTO theirs;
   IF theirs IS NULL THEN
@@ -257,7 +307,7 @@ BEGIN
   IF theirs IS DISTINCT FROM (SELECT m.storlab_version FROM storlab.fleet_members m WHERE m.name = server) THEN
     FOR t IN SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
               WHERE s.nspname = sch AND c.relkind = 'f'
-                AND c.relname NOT IN ('remote_extension', 'remote_activity', 'remote_prepared', 'remote_settings') LOOP
+                AND c.relname NOT IN ('remote_extension', 'remote_activity', 'remote_prepared', 'remote_settings', 'remote_nodes') LOOP
       EXECUTE format('DROP FOREIGN TABLE %I.%I', sch, t);
     END LOOP;
     -- (a table that version lacks is simply not imported)
@@ -290,33 +340,68 @@ BEGIN
             DETAIL = 'A sync reads the start of the oldest transaction open in the database, so that the next sync copies what it was writing.',
             HINT = 'On that server: GRANT pg_monitor TO the role of the user mapping (it includes pg_read_all_stats and SELECT on storlab''s tables).';
   END IF;
-  -- A node is one member: the same database under a second name would take
-  -- the first one's rows (a member's own node is shown under it), and
-  -- fleet_remove(keep_results => false) of either would delete them.
+  IF n.node_id IS NOT NULL THEN
+    -- its place (storlab.nodes: pg_monitor reads it; without the grant the
+    -- place stays unknown, and a reinstall there counts as another server)
+    BEGIN
+      EXECUTE format('SELECT system_identifier, hostname, data_directory, database_oid FROM %I.remote_nodes WHERE node_id = $1', sch)
+        INTO place USING n.node_id;
+    EXCEPTION WHEN insufficient_privilege THEN
+      NULL;
+    END;
+  END IF;
+  -- A server is one member: the same database under a second name would
+  -- take the first one's rows (a member's own node is shown under it), and
+  -- fleet_remove(keep_results => false) of either would delete them for
+  -- good. The same server is the same node, the same place (storlab
+  -- installed again there: a new node), or, for a server older than 0.8.0
+  -- (no node), the same system identifier and database: the legacy node
+  -- its rows are counted under.
+  identity := coalesce(n.node_id, storlab.fleet_legacy_node(n.system_identifier, dbname));
   SELECT m.name INTO other FROM storlab.fleet_members m
-   WHERE m.node_id = n.node_id AND m.name <> fleet_connect.server;
+   WHERE m.name <> fleet_connect.server
+     AND (m.node_id = n.node_id
+          OR (m.node_id IS NULL AND n.node_id IS NULL AND storlab.fleet_legacy_node(m.system_identifier, storlab.fleet_database(m.name)) = identity
+              AND (m.added_at, m.name) < (SELECT a.added_at, a.name FROM storlab.fleet_members a WHERE a.name = fleet_connect.server))
+          OR EXISTS (SELECT FROM storlab.fleet_nodes f
+                      WHERE f.node_id = m.node_id AND f.own AND place.data_directory IS NOT NULL
+                        AND (f.system_identifier, f.hostname, f.data_directory, f.database_oid)
+                            = (place.system_identifier, place.hostname, place.data_directory, place.database_oid)));
   IF FOUND THEN
-    RAISE EXCEPTION 'fleet server "%" is node %, which fleet server "%" is already', server, n.node_id, other
+    RAISE EXCEPTION 'fleet server "%" is %, which fleet server "%" is already', server,
+                    CASE WHEN n.node_id IS NULL THEN format('database %s of system %s', dbname, n.system_identifier)
+                         ELSE format('node %s', n.node_id) END, other
       USING ERRCODE = '42710',
             HINT = 'A server is read under one name: storlab.fleet_remove() the other first (its results can be kept).';
   END IF;
   EXECUTE format('SELECT setting FROM %I.remote_settings WHERE name = %L', sch, 'server_version') INTO version;
+  -- Its node changed (storlab installed again there, a pg_upgrade): the
+  -- new install numbers its rows from 1 again, so every table is read
+  -- again from the start (a row copied before is left alone).
+  IF member.node_id IS DISTINCT FROM n.node_id AND member.node_id IS NOT NULL THEN
+    DELETE FROM storlab.fleet_marks m WHERE m.server = fleet_connect.server;
+  END IF;
   UPDATE storlab.fleet_members m
      SET storlab_version = theirs, node_id = n.node_id, server_version = version,
          system_identifier = coalesce(n.system_identifier, m.system_identifier),
          hostname = coalesce(n.hostname, m.hostname)
    WHERE m.name = server;
-  IF n.node_id IS NOT NULL THEN
+  IF identity IS NOT NULL THEN
     -- its own node is shown under it, whoever delivered that node's rows first
-    INSERT INTO storlab.fleet_nodes AS f (node_id, server, own) VALUES (n.node_id, server, true)
-      ON CONFLICT (node_id) DO UPDATE SET server = EXCLUDED.server, own = true
-       WHERE f.server IS DISTINCT FROM EXCLUDED.server OR NOT f.own;
+    INSERT INTO storlab.fleet_nodes AS f (node_id, server, own, system_identifier, hostname, data_directory, database_oid)
+      VALUES (identity, server, true, place.system_identifier, place.hostname, place.data_directory, place.database_oid)
+      ON CONFLICT (node_id) DO UPDATE
+        SET server = EXCLUDED.server, own = true,
+            system_identifier = coalesce(EXCLUDED.system_identifier, f.system_identifier), hostname = coalesce(EXCLUDED.hostname, f.hostname),
+            data_directory = coalesce(EXCLUDED.data_directory, f.data_directory), database_oid = coalesce(EXCLUDED.database_oid, f.database_oid)
+       WHERE f.server IS DISTINCT FROM EXCLUDED.server OR NOT f.own
+          OR (f.data_directory IS NULL AND EXCLUDED.data_directory IS NOT NULL);
     IF FOUND THEN
-      UPDATE storlab.fleet_probes SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_probes.server <> fleet_connect.server;
-      UPDATE storlab.fleet_baselines SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_baselines.server <> fleet_connect.server;
-      UPDATE storlab.fleet_baseline_probes SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_baseline_probes.server <> fleet_connect.server;
-      UPDATE storlab.fleet_bench_runs SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_bench_runs.server <> fleet_connect.server;
-      UPDATE storlab.fleet_experiments SET server = fleet_connect.server WHERE node_id = n.node_id AND fleet_experiments.server <> fleet_connect.server;
+      UPDATE storlab.fleet_probes SET server = fleet_connect.server WHERE node_id = identity AND fleet_probes.server <> fleet_connect.server;
+      UPDATE storlab.fleet_baselines SET server = fleet_connect.server WHERE node_id = identity AND fleet_baselines.server <> fleet_connect.server;
+      UPDATE storlab.fleet_baseline_probes SET server = fleet_connect.server WHERE node_id = identity AND fleet_baseline_probes.server <> fleet_connect.server;
+      UPDATE storlab.fleet_bench_runs SET server = fleet_connect.server WHERE node_id = identity AND fleet_bench_runs.server <> fleet_connect.server;
+      UPDATE storlab.fleet_experiments SET server = fleet_connect.server WHERE node_id = identity AND fleet_experiments.server <> fleet_connect.server;
     END IF;
   END IF;
   RETURN horizon;
@@ -326,7 +411,8 @@ REVOKE ALL ON FUNCTION storlab.fleet_connect(text) FROM PUBLIC;
 -- Copies one table of a member (its foreign table in the member's schema)
 -- into the collector's copy: rows with an id above the mark, or stamped at
 -- or after the last horizon, and for rows that change (runs, experiments)
--- those not finished in the copy. A new row is inserted; a changed one
+-- those not finished in the copy (and, when the member no longer has one of
+-- those, marks it gone). A new row is inserted; a changed one
 -- updated, but only by the member it is shown under (a clone holds its
 -- origin's rows as they were when it was made: a run unfinished then must
 -- not overwrite the origin's finished one); an unchanged one left alone.
@@ -352,6 +438,7 @@ DECLARE
   top bigint;
   copied bigint;
   unfinished bigint[];
+  present text[];
 BEGIN
   remote := pg_catalog.to_regclass(format('%I.%I', sch, source));
   IF remote IS NULL THEN
@@ -392,7 +479,7 @@ BEGIN
    WHERE m.server = fleet_copy.server AND m.table_name = source FOR UPDATE;
   EXECUTE format('SELECT max(id) FROM %I.%I', sch, source) INTO top;
   IF changing THEN
-    EXECUTE format('SELECT array_agg(t.id) FROM storlab.%I t WHERE t.server = $1 AND t.finished_at IS NULL', target)
+    EXECUTE format('SELECT array_agg(t.id) FROM storlab.%I t WHERE t.server = $1 AND t.finished_at IS NULL AND t.gone_at IS NULL', target)
       INTO unfinished USING server;
   END IF;
   EXECUTE format($q$
@@ -424,6 +511,17 @@ BEGIN
          ELSE 'NOTHING' END,
     (SELECT string_agg(format('r.%I', c), ', ') FROM unnest(cols) c))
     INTO copied USING coalesce(mark.last_id, 0), mark.since, server, coalesce(unfinished, '{}');
+  IF unfinished IS NOT NULL THEN
+    -- Those of the unfinished copies the server no longer has (the same
+    -- node's row of that id), pruned there or gone with a reinstall before
+    -- their end was copied, will never finish: marked gone, no longer read.
+    EXECUTE format('SELECT array_agg(%s::text || %L || r.id::text) FROM %I.%I r WHERE r.id = ANY ($1)', node_expr, ' ', sch, source)
+      INTO present USING unfinished;
+    EXECUTE format('UPDATE storlab.%I t SET gone_at = pg_catalog.clock_timestamp()
+                     WHERE t.server = $1 AND t.id = ANY ($2) AND t.finished_at IS NULL AND t.gone_at IS NULL
+                       AND NOT (t.node_id::text || %L || t.id::text = ANY ($3))', target, ' ')
+      USING server, unfinished, coalesce(present, '{}');
+  END IF;
   -- (a NULL horizon: a prepared transaction is open there; the last one
   -- stays, and without one every row is read again until it is gone)
   UPDATE storlab.fleet_marks m
@@ -512,6 +610,70 @@ END $$;
 -- (anyone may run it: it only says whether the caller may, so that a role
 -- granted EXECUTE on fleet_add is told why not)
 
+-- Runs the one statement that carries a member's credentials, the user
+-- mapping's CREATE (action 'create', with these options) or ALTER ('add',
+-- 'set' or 'drop' these options), out of pg_stat_statements' sight (its
+-- entries are read by every pg_monitor member; with
+-- pg_stat_statements.track = all it keeps nested statements too, with
+-- their text), and raises its error again without the statement, which
+-- PL/pgSQL would otherwise quote. Superusers only, as fleet_add and
+-- fleet_set_password.
+CREATE FUNCTION storlab.fleet_user_mapping(server text, action text, keys text[], vals text[]) RETURNS void
+  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET pg_stat_statements.track_utility = off AS $$
+DECLARE
+  owner name := (SELECT r.rolname FROM pg_extension e JOIN pg_roles r ON r.oid = e.extowner WHERE e.extname = 'storlab');
+  options text;
+  msg text;
+  detail text;
+  hint text;
+  state text;
+BEGIN
+  IF server IS NULL OR action IS NULL OR keys IS NULL OR (vals IS NULL AND action <> 'drop') THEN
+    RAISE EXCEPTION 'server, action, keys and vals must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  PERFORM storlab.fleet_check_superuser('change the credentials of');
+  IF action NOT IN ('create', 'add', 'set', 'drop') THEN
+    RAISE EXCEPTION 'action must be create, add, set or drop' USING ERRCODE = '22023';
+  END IF;
+  IF action <> 'drop' AND cardinality(keys) <> cardinality(vals) THEN
+    RAISE EXCEPTION 'keys and vals must be as many' USING ERRCODE = '22023';
+  END IF;
+  IF EXISTS (SELECT FROM unnest(keys) k WHERE k IS NULL OR k !~ '^[a-z_]{1,63}$') THEN
+    RAISE EXCEPTION 'an option of a user mapping is a lower-case libpq keyword' USING ERRCODE = '22023';
+  END IF;
+  IF action <> 'create' AND cardinality(keys) = 0 THEN
+    RAISE EXCEPTION 'no option to %', action USING ERRCODE = '22023';
+  END IF;
+  SELECT string_agg(CASE action WHEN 'create' THEN format('%I %L', k, v)
+                                WHEN 'drop' THEN format('DROP %I', k)
+                                ELSE format('%s %I %L', upper(action), k, v) END, ', ' ORDER BY i)
+    INTO options
+    FROM unnest(keys, CASE WHEN action = 'drop' THEN NULL ELSE vals END) WITH ORDINALITY AS o(k, v, i);
+  IF action <> 'drop' AND EXISTS (SELECT FROM unnest(vals) v WHERE v IS NULL) THEN
+    RAISE EXCEPTION 'a value of a user mapping''s option must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  BEGIN
+    IF action = 'create' THEN
+      EXECUTE format('CREATE USER MAPPING FOR %I SERVER %I', owner, storlab.fleet_schema(server))
+              || coalesce(' OPTIONS (' || options || ')', '');
+    ELSE
+      EXECUTE format('ALTER USER MAPPING FOR %I SERVER %I OPTIONS (%s)', owner, storlab.fleet_schema(server), options);
+    END IF;
+  EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT, state = RETURNED_SQLSTATE;
+    -- (an empty DETAIL or HINT would print as an empty line)
+    IF detail = '' AND hint = '' THEN
+      RAISE EXCEPTION USING MESSAGE = msg, ERRCODE = state;
+    ELSIF hint = '' THEN
+      RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, ERRCODE = state;
+    ELSIF detail = '' THEN
+      RAISE EXCEPTION USING MESSAGE = msg, HINT = hint, ERRCODE = state;
+    END IF;
+    RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, HINT = hint, ERRCODE = state;
+  END;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_user_mapping(text, text, text[], text[]) FROM PUBLIC;
+
 -- Adds a server to the fleet: a foreign server and a user mapping (for
 -- storlab's owner, who syncs), a schema of foreign tables, and a first
 -- contact, so that a server that cannot be reached, or has no storlab, or
@@ -525,8 +687,10 @@ DECLARE
   kept uuid[];
   kept_any boolean;
   node uuid;
+  identity uuid;
   server_options text;
-  mapping_options text;
+  mapping_keys text[];
+  mapping_vals text[];
   msg text;
   detail text;
   hint text;
@@ -554,17 +718,19 @@ BEGIN
   -- (refused here, in a statement short enough to read in the error's context)
   PERFORM storlab.fleet_conninfo_shown(fleet_add.conninfo);
   SELECT string_agg(format('%I %L', o.keyword, o.value), ', ') FILTER (WHERE o.context = 'server'),
-         string_agg(format('%I %L', o.keyword, o.value), ', ') FILTER (WHERE o.context = 'mapping')
-    INTO server_options, mapping_options
+         coalesce(array_agg(o.keyword) FILTER (WHERE o.context = 'mapping'), '{}'),
+         coalesce(array_agg(o.value) FILTER (WHERE o.context = 'mapping'), '{}')
+    INTO server_options, mapping_keys, mapping_vals
     FROM storlab.fleet_conninfo_options(fleet_add.conninfo) o;
-  -- The statements carry the credentials: an error in them is raised again
-  -- without the statement's text, which PL/pgSQL would otherwise show.
   BEGIN
     EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER postgres_fdw OPTIONS (%s)', sch, server_options);
-    EXECUTE format('CREATE USER MAPPING FOR %I SERVER %I', owner, sch)
-            || coalesce(' OPTIONS (' || mapping_options || ')', '');
   EXCEPTION WHEN OTHERS THEN
     GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT, state = RETURNED_SQLSTATE;
+    -- postgres_fdw names an option it does not know, and such a word may
+    -- be a part of a password typed with an unquoted space: not repeated
+    IF state = 'HV00D' THEN
+      msg := 'the conninfo has an option neither libpq nor postgres_fdw knows (a value with spaces needs single quotes, as in password=''a b'')';
+    END IF;
     -- (an empty DETAIL or HINT would print as an empty line)
     IF detail = '' AND hint = '' THEN
       RAISE EXCEPTION USING MESSAGE = msg, ERRCODE = state;
@@ -575,6 +741,7 @@ BEGIN
     END IF;
     RAISE EXCEPTION USING MESSAGE = msg, DETAIL = detail, HINT = hint, ERRCODE = state;
   END;
+  PERFORM storlab.fleet_user_mapping(fleet_add.name, 'create', mapping_keys, mapping_vals);
   EXECUTE format('CREATE SCHEMA %I AUTHORIZATION %I', sch, owner);
   -- the nodes of results kept under this name (fleet_remove's default)
   kept := ARRAY(SELECT f.node_id FROM storlab.fleet_nodes f WHERE f.server = fleet_add.name AND f.own);
@@ -582,10 +749,17 @@ BEGIN
   INSERT INTO storlab.fleet_members (name, conninfo)
     VALUES (fleet_add.name, storlab.fleet_conninfo_shown(fleet_add.conninfo));
   PERFORM storlab.fleet_connect(fleet_add.name);
-  node := (SELECT m.node_id FROM storlab.fleet_members m WHERE m.name = fleet_add.name);
+  SELECT m.node_id, coalesce(m.node_id, storlab.fleet_legacy_node(m.system_identifier, storlab.fleet_database(m.name)))
+    INTO node, identity FROM storlab.fleet_members m WHERE m.name = fleet_add.name;
   -- The name's kept results go on under it only for the same server: those
-  -- of another one would be mixed with this one's in every comparison.
-  IF kept_any AND NOT coalesce(node = ANY (kept), false) THEN
+  -- of another one would be mixed with this one's in every comparison. The
+  -- same server: one of the kept nodes, or a node in the place of one (the
+  -- same database with storlab installed again).
+  IF kept_any AND NOT coalesce(identity = ANY (kept), false)
+     AND NOT EXISTS (SELECT FROM storlab.fleet_nodes k, storlab.fleet_nodes f
+                      WHERE k.node_id = ANY (kept) AND f.node_id = identity AND k.data_directory IS NOT NULL
+                        AND (k.system_identifier, k.hostname, k.data_directory, k.database_oid)
+                            = (f.system_identifier, f.hostname, f.data_directory, f.database_oid)) THEN
     RAISE EXCEPTION 'the results kept under fleet server name "%" are another server''s', fleet_add.name
       USING ERRCODE = '42710',
             DETAIL = format('This server is node %s; the kept results are of node %s.', coalesce(node::text, 'NULL (storlab older than 0.8.0)'),
@@ -653,6 +827,98 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION storlab.fleet_remove(text, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION storlab.fleet_remove(text, boolean) IS 'Removes a server from the fleet (superusers): its foreign server, mapping and schema; its copied results stay unless keep_results is false';
+
+-- Sets the password of a member's user mapping (NULL: removes it, for a
+-- passfile to be read instead): the one statement that carries it runs out
+-- of pg_stat_statements' sight (fleet_user_mapping), where an ALTER USER
+-- MAPPING typed by hand is kept with its text. Superusers only.
+CREATE FUNCTION storlab.fleet_set_password(name text, password text) RETURNS void
+  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  owner name := (SELECT r.rolname FROM pg_extension e JOIN pg_roles r ON r.oid = e.extowner WHERE e.extname = 'storlab');
+  has boolean;
+BEGIN
+  IF fleet_set_password.name IS NULL THEN
+    RAISE EXCEPTION 'name must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  PERFORM storlab.fleet_check_superuser('change the credentials of');
+  IF NOT EXISTS (SELECT FROM storlab.fleet_members m WHERE m.name = fleet_set_password.name) THEN
+    RAISE EXCEPTION 'fleet server "%" does not exist', fleet_set_password.name
+      USING ERRCODE = '42704', HINT = 'storlab.fleet_servers lists the fleet.';
+  END IF;
+  has := EXISTS (SELECT FROM pg_user_mappings u, unnest(u.umoptions) o
+                  WHERE u.srvname = storlab.fleet_schema(fleet_set_password.name) AND u.usename = owner AND o LIKE 'password=%');
+  IF password IS NOT NULL THEN
+    PERFORM storlab.fleet_user_mapping(fleet_set_password.name, CASE WHEN has THEN 'set' ELSE 'add' END, '{password}', ARRAY[password]);
+  ELSIF has THEN
+    PERFORM storlab.fleet_user_mapping(fleet_set_password.name, 'drop', '{password}', NULL);
+  END IF;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_set_password(text, text) FROM PUBLIC;
+COMMENT ON FUNCTION storlab.fleet_set_password(text, text) IS 'Sets (or with NULL removes) the password storlab''s user mapping of a fleet server holds (superusers), without leaving it in pg_stat_statements';
+
+-- The collector's retention: deletes the copies older than older_than, in
+-- one transaction, and keeps what a copied baseline uses. What goes:
+-- - probes that started before the cutoff, except those a copied baseline
+--   refers to (storlab.fleet_baseline_probes): a baseline keeps every probe
+--   it compares with, however old;
+-- - experiments that are finished (or gone from their server) and whose
+--   last activity is before the cutoff, whole, with their runs; one stopped
+--   to have pg_wal moved (wal_needed) waits for experiment_resume() there
+--   and stays;
+-- - single runs, finished or gone, whose last activity is before the
+--   cutoff.
+-- Copies not finished yet (still read again by every sync) and baselines
+-- stay (delete a baseline by hand: its links go with it, then its probes
+-- age as any other). Checks, as storlab.prune's: an age that is positive
+-- (22023), a caller who is a superuser or storlab's owner (42501); runs as
+-- its caller, deleting nothing its caller could not delete by hand. With
+-- dry_run, deletes nothing and counts what it would delete.
+CREATE FUNCTION storlab.fleet_prune(older_than interval, dry_run boolean DEFAULT false,
+                                    OUT probes bigint, OUT bench_runs bigint, OUT experiments bigint)
+  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  cut timestamptz;
+BEGIN
+  IF fleet_prune.dry_run IS NULL THEN
+    RAISE EXCEPTION 'dry_run must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  -- (the checks of storlab.prune; this one commits nothing, so it may run
+  -- in a transaction block)
+  cut := storlab.prune_cutoff(older_than, true);
+  -- experiments (whole) and single runs: finished or gone, and older
+  WITH x AS (
+    SELECT e.node_id, e.id FROM storlab.fleet_experiments e
+     WHERE (e.finished_at IS NOT NULL OR e.gone_at IS NOT NULL)
+       AND coalesce(e.finished_at, e.started_at, e.created_at, e.synced_at) < cut
+       AND (e.wal_needed IS NULL OR e.gone_at IS NOT NULL)),
+  runs AS (
+    SELECT r.node_id, r.id FROM storlab.fleet_bench_runs r
+     WHERE EXISTS (SELECT FROM x WHERE x.node_id = r.node_id AND x.id = r.experiment_id)
+        OR (NOT EXISTS (SELECT FROM storlab.fleet_experiments e WHERE e.node_id = r.node_id AND e.id = r.experiment_id)
+            AND (r.finished_at IS NOT NULL OR r.gone_at IS NOT NULL)
+            AND coalesce(r.finished_at, r.started_at, r.synced_at) < cut)),
+  deleted_runs AS (
+    DELETE FROM storlab.fleet_bench_runs r USING runs WHERE NOT dry_run AND r.node_id = runs.node_id AND r.id = runs.id
+    RETURNING 1),
+  deleted_experiments AS (
+    DELETE FROM storlab.fleet_experiments e USING x WHERE NOT dry_run AND e.node_id = x.node_id AND e.id = x.id
+    RETURNING 1)
+  SELECT CASE WHEN dry_run THEN (SELECT count(*) FROM runs) ELSE (SELECT count(*) FROM deleted_runs) END,
+         CASE WHEN dry_run THEN (SELECT count(*) FROM x) ELSE (SELECT count(*) FROM deleted_experiments) END
+    INTO bench_runs, experiments;
+  -- probes no copied baseline uses
+  WITH p AS (
+    SELECT p.node_id, p.id FROM storlab.fleet_probes p
+     WHERE p.started_at < cut
+       AND NOT EXISTS (SELECT FROM storlab.fleet_baseline_probes b WHERE b.node_id = p.node_id AND b.probe_id = p.id)),
+  deleted AS (
+    DELETE FROM storlab.fleet_probes d USING p WHERE NOT dry_run AND d.node_id = p.node_id AND d.id = p.id
+    RETURNING 1)
+  SELECT CASE WHEN dry_run THEN (SELECT count(*) FROM p) ELSE (SELECT count(*) FROM deleted) END INTO probes;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_prune(interval, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION storlab.fleet_prune(interval, boolean) IS 'Deletes this collector''s copies older than older_than (superusers and storlab''s owner): probes no copied baseline uses, finished runs and experiments (whole); counts them with dry_run';
 
 -- This database's node, minted now (CREATE EXTENSION, or the update that
 -- brings nodes), so that the rows it writes next name it at once.

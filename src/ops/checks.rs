@@ -418,15 +418,44 @@ fn fleet_baseline(server: &str, label: &str) -> Baseline {
             &[server.into(), label.into()],
         )
     });
-    match found {
-        Ok((Some(node), Some(id))) => Baseline::Fleet { node, id },
+    let (node, id) = match found {
+        Ok((Some(node), Some(id))) => (node, id),
         _ => Error::new(
             SqlState::UndefinedObject,
             format!("fleet server \"{server}\" has no baseline \"{label}\" in this collector"),
         )
         .with_hint("storlab.fleet_baselines lists the copied baselines; storlab.fleet_sync() copies new ones.")
         .raise(),
+    };
+    // A copy whose probes were deleted (by hand: the foreign key keeps a
+    // probe a link refers to, not the links themselves) would compare
+    // nothing and report no row, as if nothing regressed.
+    let (links, missing) = as_owner(|| {
+        read::two::<i64, i64>(
+            "SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE NOT EXISTS (
+                      SELECT FROM storlab.fleet_probes p WHERE p.node_id OPERATOR(pg_catalog.=) b.node_id
+                                                           AND p.id OPERATOR(pg_catalog.=) b.probe_id))
+               FROM storlab.fleet_baseline_probes b
+              WHERE b.node_id OPERATOR(pg_catalog.=) $1 AND b.baseline_id OPERATOR(pg_catalog.=) $2",
+            &[node.into(), id.into()],
+        )
+    })
+    .map_err(spi("reading the baseline's probes"))
+    .or_raise();
+    let (links, missing) = (links.unwrap_or(0), missing.unwrap_or(0));
+    if links == 0 || missing > 0 {
+        Error::new(
+            SqlState::ObjectNotInPrerequisiteState,
+            format!(
+                "the copy of baseline \"{label}\" of fleet server \"{server}\" has {} of its probes in this collector",
+                if links == 0 || missing == links { "none".to_string() } else { format!("only {} of {links}", links - missing) }
+            ),
+        )
+        .with_detail("Its probes or its links to them (storlab.fleet_baseline_probes) were deleted: there is nothing to compare this server with.")
+        .with_hint("storlab.fleet_prune() deletes old copies and keeps what baselines use; take the baseline again on that server and sync.")
+        .raise();
     }
+    Baseline::Fleet { node, id }
 }
 
 /// The tablespaces to measure again and report: all of the baseline's, or

@@ -62,9 +62,13 @@ pub fn version_dir() -> String {
 
 thread_local! {
     /// This backend's node, once read back from storlab.nodes (a row
-    /// committed before this call): a node minted in a transaction that
-    /// later rolls back must not be remembered.
-    static NODE: std::cell::Cell<Option<[u8; 16]>> = const { std::cell::Cell::new(None) };
+    /// committed before this call), with the oid of the storlab.nodes it was
+    /// read from: a node minted in a transaction that later rolls back must
+    /// not be remembered, and one of an install dropped since (DROP
+    /// EXTENSION and CREATE EXTENSION in this session, or another session's
+    /// while this one stays, as a collector's postgres_fdw session does) is
+    /// no node of this install.
+    static NODE: std::cell::Cell<Option<(pg_sys::Oid, [u8; 16])>> = const { std::cell::Cell::new(None) };
     /// The transaction (its xid) that minted this backend's node, until a
     /// later one reads it back committed.
     static MINTED_IN: std::cell::Cell<pg_sys::TransactionId> =
@@ -78,8 +82,11 @@ thread_local! {
 /// None on a server that cannot write (a standby, a read-only transaction)
 /// and has none yet.
 pub fn node_id() -> Option<pgrx::datum::Uuid> {
-    if let Some(b) = NODE.with(|n| n.get()) {
-        return Some(pgrx::datum::Uuid::from_bytes(b));
+    let install = nodes_table()?;
+    if let Some((table, b)) = NODE.with(|n| n.get()) {
+        if table == install {
+            return Some(pgrx::datum::Uuid::from_bytes(b));
+        }
     }
     // A standby has no node of its own (its rows are its primary's) and can
     // mint none; and no SPI call here (pgrx's would ask for a transaction
@@ -124,7 +131,7 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
             // SAFETY: reads backend-global transaction state.
             let this = unsafe { pg_sys::GetTopTransactionIdIfAny() };
             if MINTED_IN.with(|m| m.get()) != this || this == pg_sys::InvalidTransactionId {
-                NODE.with(|n| n.set(Some(*id)));
+                NODE.with(|n| n.set(Some((install, *id))));
             }
             return Some(id);
         }
@@ -146,4 +153,20 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
         MINTED_IN.with(|m| m.set(unsafe { pg_sys::GetTopTransactionIdIfAny() }));
         minted
     })
+}
+
+/// The oid of this install's storlab.nodes, which a reinstall changes: the
+/// key of the remembered node (two syscache lookups, no SPI). None while
+/// there is none (inside DROP EXTENSION).
+fn nodes_table() -> Option<pg_sys::Oid> {
+    // SAFETY: catalog lookups by name inside a transaction; a missing
+    // schema is InvalidOid (missing_ok), a missing table too.
+    let table = unsafe {
+        let schema = pg_sys::get_namespace_oid(c"storlab".as_ptr(), true);
+        if schema == pg_sys::InvalidOid {
+            return None;
+        }
+        pg_sys::get_relname_relid(c"nodes".as_ptr(), schema)
+    };
+    (table != pg_sys::InvalidOid).then_some(table)
 }

@@ -6,67 +6,32 @@
 //! another database or server than the one its caller is in.
 
 use super::Connection;
+use crate::conninfo;
+
+/// A value of a libpq connection string, quoted so that it reads back as
+/// one value (crate::conninfo, the one reader of connection strings).
+pub use crate::conninfo::quote;
 
 pub const KEYS: [&str; 4] = ["host", "port", "user", "passfile"];
 
-/// The `key=value` pairs of a conninfo string; values may be single-quoted,
-/// with `\'` and `\\` escapes, as libpq reads them.
-/// A value of a libpq connection string, always single-quoted with `\`
-/// and `'` escaped: read back as one value whatever it holds (a space, a
-/// `key=`), never as more keywords.
-pub fn quote(v: &str) -> String {
-    format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
-}
-
+/// The `key=value` pairs of storlab.conninfo, read as libpq reads them;
+/// only [`KEYS`]. No message names a word that is no libpq keyword.
 pub fn parse(conninfo: &str) -> Result<Vec<(String, String)>, String> {
-    let mut out = Vec::new();
-    let mut chars = conninfo.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        if chars.peek().is_none() {
-            return Ok(out);
-        }
-        let key: String =
-            std::iter::from_fn(|| chars.next_if(|c| *c != '=' && !c.is_whitespace())).collect();
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        if chars.next() != Some('=') {
-            return Err(format!(
-                "storlab.conninfo: \"{key}\" has no value; write key=value pairs"
-            ));
-        }
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        let mut value = String::new();
-        if chars.peek() == Some(&'\'') {
-            chars.next();
-            loop {
-                match chars.next() {
-                    Some('\\') => value.extend(chars.next()),
-                    Some('\'') => break,
-                    Some(c) => value.push(c),
-                    None => {
-                        return Err(format!(
-                            "storlab.conninfo: unterminated quote in the value of {key}"
-                        ))
-                    }
-                }
-            }
-        } else {
-            value.extend(std::iter::from_fn(|| chars.next_if(|c| !c.is_whitespace())));
-        }
+    let pairs = conninfo::parse(conninfo).map_err(|e| format!("storlab.conninfo: {e}"))?;
+    for (i, (key, _)) in pairs.iter().enumerate() {
         if !KEYS.contains(&key.as_str()) {
+            let which = if conninfo::is_keyword(key) {
+                format!("key \"{key}\"")
+            } else {
+                format!("the key of item {}", i + 1)
+            };
             return Err(format!(
-                "storlab.conninfo: key \"{key}\" is not allowed; allowed: {}",
+                "storlab.conninfo: {which} is not allowed; allowed: {}",
                 KEYS.join(", ")
             ));
         }
-        out.push((key, value));
     }
+    Ok(pairs)
 }
 
 /// Applies the pairs to a connection; returns the passfile, if any (it goes
@@ -78,7 +43,7 @@ pub fn apply(conn: &mut Connection, conninfo: &str) -> Result<Option<String>, St
             "host" => conn.host = Some(value),
             "port" => {
                 conn.port = Some(value.parse().map_err(|_| {
-                    format!("storlab.conninfo: port \"{value}\" is not a port number")
+                    "storlab.conninfo: port is not a port number (1..65535)".to_string()
                 })?)
             }
             "user" => conn.user = Some(value),
@@ -134,8 +99,16 @@ mod tests {
             parse("dbname=other").unwrap_err().contains("not allowed"),
             "no benchmarking of another database"
         );
-        assert!(parse("host").unwrap_err().contains("no value"));
-        assert!(parse("user='open").unwrap_err().contains("unterminated"));
+        assert!(parse("host").unwrap_err().contains("not key=value"));
+        assert!(parse("user='open").unwrap_err().contains("never closed"));
+        // a password pasted in is not repeated
+        let e = parse("host=h hunter2").unwrap_err();
+        assert!(e.contains("item 2") && !e.contains("hunter2"), "{e}");
+        let e = parse("user=u hunter2=x").unwrap_err();
+        assert!(
+            e.contains("the key of item 2") && !e.contains("hunter2"),
+            "{e}"
+        );
         assert!(apply(&mut conn(), "port=fifty")
             .unwrap_err()
             .contains("not a port"));
