@@ -249,6 +249,8 @@ DECLARE
   prepared boolean;
   version text;
 BEGIN
+  -- nothing is done on a hot standby or in a read-only transaction (25006)
+  PERFORM storlab.check_writable('connect to a fleet server');
   SELECT NULL::bigint AS system_identifier, NULL::text AS hostname, NULL::text AS data_directory, NULL::oid AS database_oid INTO place;
   IF pg_catalog.to_regclass(format('%I.remote_extension', sch)) IS NULL THEN
     EXECUTE format('CREATE FOREIGN TABLE %I.remote_extension (extname name, extversion text) SERVER %I OPTIONS (schema_name %L, table_name %L)',
@@ -551,6 +553,8 @@ DECLARE
   detail text;
   state text;
 BEGIN
+  -- nothing is done on a hot standby or in a read-only transaction (25006)
+  PERFORM storlab.check_writable('sync the fleet');
   IF fleet_sync.name IS NOT NULL
      AND NOT EXISTS (SELECT FROM storlab.fleet_members f WHERE f.name = fleet_sync.name) THEN
     RAISE EXCEPTION 'fleet server "%" does not exist', fleet_sync.name
@@ -628,6 +632,8 @@ DECLARE
   hint text;
   state text;
 BEGIN
+  -- nothing is done on a hot standby or in a read-only transaction (25006)
+  PERFORM storlab.check_writable('change a fleet server''s user mapping');
   IF server IS NULL OR action IS NULL OR keys IS NULL OR (vals IS NULL AND action <> 'drop') THEN
     RAISE EXCEPTION 'server, action, keys and vals must not be NULL' USING ERRCODE = '22004';
   END IF;
@@ -696,6 +702,8 @@ DECLARE
   hint text;
   state text;
 BEGIN
+  -- nothing is done on a hot standby or in a read-only transaction (25006)
+  PERFORM storlab.check_writable('add a server to the fleet');
   IF fleet_add.name IS NULL OR fleet_add.conninfo IS NULL THEN
     RAISE EXCEPTION 'name and conninfo must not be NULL' USING ERRCODE = '22004';
   END IF;
@@ -784,6 +792,8 @@ DECLARE
   msg text;
   detail text;
 BEGIN
+  -- nothing is done on a hot standby or in a read-only transaction (25006)
+  PERFORM storlab.check_writable('remove a fleet server');
   IF fleet_remove.name IS NULL OR keep_results IS NULL THEN
     RAISE EXCEPTION 'name and keep_results must not be NULL' USING ERRCODE = '22004';
   END IF;
@@ -838,6 +848,8 @@ DECLARE
   owner name := (SELECT r.rolname FROM pg_extension e JOIN pg_roles r ON r.oid = e.extowner WHERE e.extname = 'storlab');
   has boolean;
 BEGIN
+  -- nothing is done on a hot standby or in a read-only transaction (25006)
+  PERFORM storlab.check_writable('change a fleet server''s password');
   IF fleet_set_password.name IS NULL THEN
     RAISE EXCEPTION 'name must not be NULL' USING ERRCODE = '22004';
   END IF;
@@ -882,6 +894,10 @@ DECLARE
 BEGIN
   IF fleet_prune.dry_run IS NULL THEN
     RAISE EXCEPTION 'dry_run must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  IF NOT fleet_prune.dry_run THEN
+    -- a dry run only counts: it works on a hot standby too
+    PERFORM storlab.check_writable('prune the fleet''s copies');
   END IF;
   -- (the checks of storlab.prune; this one commits nothing, so it may run
   -- in a transaction block)
