@@ -685,6 +685,30 @@ COMMENT ON FUNCTION storlab.fleet_prune(interval, boolean) IS 'Deletes this coll
 -- mappings and copy rows: on a standby or in a read-only transaction they
 -- are refused (25006, storlab.check_writable) before they do anything
 -- (fleet_sync answered with a row per server and error instead).
+--
+-- ---- a standby's own storage reaches the collector ----
+-- A hot standby may now be a fleet server: its tables are its primary's
+-- (nothing is copied from it), and storlab.fleet_measure() runs the suite
+-- there through dblink and keeps the figures here, under the standby's own
+-- node (derived from its place: replicas share the primary's system
+-- identifier), numbered by the collector (fleet_measured_ids).
+ALTER TABLE storlab.fleet_members ADD COLUMN standby boolean NOT NULL DEFAULT false;
+CREATE SEQUENCE storlab.fleet_measured_ids;
+SELECT pg_catalog.pg_extension_config_dump('storlab.fleet_measured_ids', '');
+
+CREATE OR REPLACE VIEW storlab.fleet_servers AS
+SELECT m.name, m.node_id, m.system_identifier, m.hostname, m.server_version, m.storlab_version,
+       m.conninfo, m.added_at, m.last_attempt, m.last_sync, m.last_error,
+       (SELECT pg_catalog.count(*) FROM storlab.fleet_probes p WHERE p.server = m.name) AS probes,
+       (SELECT pg_catalog.count(*) FROM storlab.fleet_baselines b WHERE b.server = m.name) AS baselines,
+       (SELECT pg_catalog.count(*) FROM storlab.fleet_bench_runs r WHERE r.server = m.name) AS bench_runs,
+       (SELECT pg_catalog.count(*) FROM storlab.fleet_experiments e WHERE e.server = m.name) AS experiments,
+       m.standby
+  FROM storlab.fleet_members m;
+COMMENT ON VIEW storlab.fleet_servers IS 'The fleet''s servers: identity, versions, the last sync and its error, how many of each result this collector holds, and whether it is a hot standby (measured by storlab.fleet_measure)';
+
+COMMENT ON VIEW storlab.node IS 'This server as a fleet collector sees it: its node_id (on a standby, the node derived from its place that names its own unstored measurements), system identifier, host name, PostgreSQL and storlab versions, whether the role reading it has pg_read_all_stats, and whether it is a standby';
+
 CREATE OR REPLACE FUNCTION storlab.fleet_connect(server text) RETURNS timestamptz
   LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -775,17 +799,26 @@ BEGIN
     EXECUTE format('SELECT node_id, system_identifier, hostname, reads_all_stats, in_recovery FROM %I.node', sch) INTO n;
     unseen := NOT n.reads_all_stats;
     IF n.in_recovery THEN
-      RAISE EXCEPTION 'fleet server "%" is a standby: add its primary', server
-        USING ERRCODE = '55000',
-              DETAIL = 'A standby''s sessions do not show its primary''s open transactions, so a sync there could pass over results that a long transaction on the primary commits later.';
+      -- A hot standby: its tables are its primary's (copy them from the
+      -- primary, whose sessions show the open transactions a sync must
+      -- wait for), and its own measurements are returned unstored, under
+      -- a node of its own place (storlab.fleet_measure() brings them). No
+      -- horizon is read or kept: nothing of it is copied.
+      IF n.node_id IS NULL THEN
+        RAISE EXCEPTION 'fleet server "%" is a standby on storlab older than 0.9.0, which names no node of its own there: add its primary', server
+          USING ERRCODE = '55000',
+                HINT = 'Update storlab on the primary (ALTER EXTENSION storlab UPDATE, with this release installed on both): the standby follows.';
+      END IF;
+      unseen := false;
+      horizon := NULL;
     END IF;
   ELSIF pg_catalog.to_regclass(format('%I.probes', sch)) IS NOT NULL THEN
     -- storlab older than 0.8.0 there: no node; its system identifier and
     -- host name as its newest probe stored them
-    EXECUTE format('SELECT NULL::uuid AS node_id, system_identifier, hostname FROM %I.probes ORDER BY id DESC LIMIT 1', sch)
+    EXECUTE format('SELECT NULL::uuid AS node_id, system_identifier, hostname, false AS in_recovery FROM %I.probes ORDER BY id DESC LIMIT 1', sch)
       INTO n;
   ELSE
-    SELECT NULL::uuid AS node_id, NULL::bigint AS system_identifier, NULL::text AS hostname INTO n;
+    SELECT NULL::uuid AS node_id, NULL::bigint AS system_identifier, NULL::text AS hostname, false AS in_recovery INTO n;
   END IF;
   -- Without pg_read_all_stats the horizon would pass over other roles'
   -- open transactions, and their results would never be copied: refused.
@@ -797,7 +830,7 @@ BEGIN
             DETAIL = 'A sync reads the start of the oldest transaction open in the database, so that the next sync copies what it was writing.',
             HINT = 'On that server: GRANT pg_monitor TO the role of the user mapping (it includes pg_read_all_stats and SELECT on storlab''s tables).';
   END IF;
-  IF n.node_id IS NOT NULL THEN
+  IF n.node_id IS NOT NULL AND NOT coalesce(n.in_recovery, false) THEN
     -- its place (storlab.nodes: pg_monitor reads it; without the grant the
     -- place stays unknown, and a reinstall there counts as another server)
     BEGIN
@@ -840,6 +873,7 @@ BEGIN
   END IF;
   UPDATE storlab.fleet_members m
      SET storlab_version = theirs, node_id = n.node_id, server_version = version,
+         standby = coalesce(n.in_recovery, false),
          system_identifier = coalesce(n.system_identifier, m.system_identifier),
          hostname = coalesce(n.hostname, m.hostname)
    WHERE m.name = server;
@@ -892,7 +926,12 @@ BEGIN
     UPDATE storlab.fleet_members f SET last_attempt = pg_catalog.clock_timestamp() WHERE f.name = member;
     BEGIN
       horizon := storlab.fleet_connect(member);
-      FOREACH t IN ARRAY ARRAY['probes', 'baseline_probes', 'baselines', 'bench_runs', 'experiments'] LOOP
+      IF (SELECT f.standby FROM storlab.fleet_members f WHERE f.name = member) THEN
+        -- its tables are its primary's: copied from the primary
+        RAISE NOTICE 'storlab: fleet server "%" is a hot standby: it stores nothing of its own (its tables are its primary''s); storlab.fleet_measure(%) measures its storage', member, pg_catalog.quote_literal(member);
+      END IF;
+      FOREACH t IN ARRAY CASE WHEN (SELECT f.standby FROM storlab.fleet_members f WHERE f.name = member) THEN '{}'::text[]
+                              ELSE ARRAY['probes', 'baseline_probes', 'baselines', 'bench_runs', 'experiments'] END LOOP
         n := storlab.fleet_copy(member, t, horizon);
         IF n IS NOT NULL THEN
           tables := tables || t;
@@ -1198,3 +1237,70 @@ BEGIN
     RETURNING 1)
   SELECT CASE WHEN dry_run THEN (SELECT count(*) FROM p) ELSE (SELECT count(*) FROM deleted) END INTO probes;
 END $$;
+
+CREATE FUNCTION storlab.fleet_measure(name text, tablespaces name[] DEFAULT NULL,
+                                      duration interval DEFAULT '2 seconds')
+RETURNS SETOF storlab.fleet_probes
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  sch name;
+  link name;
+  node uuid;
+  ts name;
+  remote text;
+BEGIN
+  IF fleet_measure.name IS NULL OR fleet_measure.duration IS NULL THEN
+    RAISE EXCEPTION '% must not be NULL', CASE WHEN fleet_measure.name IS NULL THEN 'name' ELSE 'duration' END
+      USING ERRCODE = '22004';
+  END IF;
+  IF fleet_measure.tablespaces IS NOT NULL
+     AND (pg_catalog.cardinality(fleet_measure.tablespaces) = 0 OR pg_catalog.array_position(fleet_measure.tablespaces, NULL) IS NOT NULL) THEN
+    RAISE EXCEPTION 'tablespaces must name at least one tablespace and no NULL, or be NULL for every one'
+      USING ERRCODE = '22023';
+  END IF;
+  -- nothing is done on a hot standby or in a read-only transaction (25006)
+  PERFORM storlab.check_writable('store a fleet server''s figures');
+  IF NOT EXISTS (SELECT FROM storlab.fleet_members f WHERE f.name = fleet_measure.name) THEN
+    RAISE EXCEPTION 'fleet server "%" does not exist', fleet_measure.name
+      USING ERRCODE = '42704', HINT = 'storlab.fleet_servers lists the fleet; storlab.fleet_add() adds a server, a standby too.';
+  END IF;
+  SELECT n.nspname INTO link FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'dblink';
+  IF link IS NULL THEN
+    RAISE EXCEPTION 'storlab.fleet_measure() needs the dblink extension in this database'
+      USING ERRCODE = '55000',
+            DETAIL = 'It runs the suite on the standby over a connection of its own (postgres_fdw reads tables only).',
+            HINT = 'CREATE EXTENSION dblink;';
+  END IF;
+  -- who it is now (its node, and that it is still a standby)
+  PERFORM storlab.fleet_connect(fleet_measure.name);
+  SELECT f.node_id INTO node FROM storlab.fleet_members f WHERE f.name = fleet_measure.name AND f.standby;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'fleet server "%" is not a hot standby: its figures are stored there', fleet_measure.name
+      USING ERRCODE = '55000',
+            HINT = 'Measure it there (storlab.profile(), compare_tablespaces()); storlab.fleet_sync() copies the results.';
+  END IF;
+  IF node IS NULL THEN
+    RAISE EXCEPTION 'fleet server "%" names no node of its own: its storlab is older than 0.9.0', fleet_measure.name
+      USING ERRCODE = '0A000', HINT = 'Update storlab on its primary (ALTER EXTENSION storlab UPDATE); the standby follows.';
+  END IF;
+  sch := storlab.fleet_schema(fleet_measure.name);
+  FOREACH ts IN ARRAY coalesce(fleet_measure.tablespaces, ARRAY[NULL]::name[]) LOOP
+    remote := pg_catalog.format('SELECT pg_catalog.row_to_json(p)::pg_catalog.text FROM storlab.profile(%L::pg_catalog.name, %L::pg_catalog.interval) p',
+                                ts, fleet_measure.duration);
+    -- the foreign server's connection (its options, storlab's owner's user
+    -- mapping), the probes' rows as json, each numbered here
+    RETURN QUERY EXECUTE pg_catalog.format(
+      'INSERT INTO storlab.fleet_probes
+       SELECT (pg_catalog.jsonb_populate_record(NULL::storlab.fleet_probes,
+                 r.j::pg_catalog.jsonb OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(
+                   ''id'', pg_catalog.nextval(''storlab.fleet_measured_ids''), ''node_id'', $1, ''server'', $2,
+                   ''synced_at'', pg_catalog.clock_timestamp()))).*
+         FROM %I.dblink(%L, %L) AS r(j pg_catalog.text)
+       RETURNING *', link, sch, remote)
+      USING node, fleet_measure.name;
+  END LOOP;
+  UPDATE storlab.fleet_members f SET last_sync = pg_catalog.clock_timestamp(), last_error = NULL
+   WHERE f.name = fleet_measure.name;
+END $$;
+REVOKE ALL ON FUNCTION storlab.fleet_measure(text, name[], interval) FROM PUBLIC;
+COMMENT ON FUNCTION storlab.fleet_measure(text, name[], interval) IS 'Measures a hot standby of the fleet now (the standard suite on its tablespaces, through dblink) and keeps its figures in this collector under the standby''s own node';

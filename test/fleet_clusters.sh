@@ -388,12 +388,26 @@ install -d -o "$(stat -c %U "$SOCK")" -m 700 "$WORK/standby"
 if as_owner "$PG_BIN/pg_basebackup" -h "$SOCK" -p "$PORT_ONE" -U postgres -D "$WORK/standby/data" -c fast -X stream -R \
      >"$WORK/standby/basebackup.log" 2>&1 \
    && echo "port = $PORT_STANDBY" >>"$WORK/standby/data/postgresql.conf" && start standby; then
-  is "$(on "$PORT_STANDBY" -c "SELECT (node_id IS NULL) || ' ' || in_recovery FROM storlab.node")" "true true" \
-    "a standby of one has no node of its own (storlab.node: node_id NULL, in recovery)"
-  add standby "$(conninfo "$PORT_STANDBY")" >/dev/null
-  is "$(grep -c 'is a standby: add its primary' "$WORK/collector.err") $(collector -c "SELECT (SELECT count(*) FROM pg_foreign_server WHERE srvname = 'storlab_fleet_standby')
-                                                                              + (SELECT count(*) FROM storlab.fleet_members WHERE name = 'standby')")" \
-    "1 0" "fleet_add of a standby is refused (its sessions do not show its primary's open transactions), and leaves nothing behind"
+  # Replicas share their primary's system identifier and every stored row:
+  # a standby names its own measurements by a node of its own place.
+  NODE_STANDBY=$(on "$PORT_STANDBY" -c "SELECT node_id FROM storlab.node")
+  is "$(on "$PORT_STANDBY" -c "SELECT (node_id IS NOT NULL AND node_id <> '$NODE_ONE') || ' ' || in_recovery || ' ' || (node_id = storlab.node_id())
+                               FROM storlab.node")" "true true true" \
+    "a standby of one names a node of its own, not one's (storlab.node, storlab.node_id(); in recovery)"
+  is "$(add standby "$(conninfo "$PORT_STANDBY")")" "$NODE_STANDBY" "fleet_add takes a standby, under that node"
+  before_copies=$(collector -c "SELECT count(*) FROM storlab.fleet_probes")
+  is "$(collector -c "SELECT count(*) || ' ' || coalesce(sum(rows_copied), 0) || ' ' || count(error) FROM storlab.fleet_sync('standby')") $(collector -c "SELECT count(*) FROM storlab.fleet_probes") $(grep -c 'fleet server "standby" is a hot standby: it stores nothing of its own' "$WORK/collector.err")" \
+    "0 0 0 $before_copies 1" "fleet_sync copies nothing of a standby (its tables are one's, copied from one) and says so"
+  collector -c "CREATE EXTENSION IF NOT EXISTS dblink" >/dev/null
+  is "$(collector -c "SELECT count(*) || ' ' || bool_and(node_id = '$NODE_STANDBY') || ' ' || bool_and(server = 'standby') || ' ' || bool_and(ops > 0)
+                        || ' ' || count(DISTINCT workload) FROM storlab.fleet_measure('standby', '{pg_default}', '100 ms')")" "6 true true true 5" \
+    "fleet_measure runs the standard suite on the standby's pg_default through dblink: six probes, kept under the standby's own node"
+  is "$(collector -c "SELECT count(*) FILTER (WHERE server = 'standby' AND randread_iops > 0) FROM storlab.compare_fleet()") $(on "$PORT_STANDBY" -c "SELECT count(*) FROM storlab.probes WHERE node_id = '$NODE_STANDBY'")" \
+    "1 0" "compare_fleet shows the standby's pg_default beside the others; the standby stored nothing"
+  is "$(collector -c "CREATE FUNCTION pg_temp.state(q text) RETURNS text LANGUAGE plpgsql AS \$\$ BEGIN EXECUTE q; RETURN 'no error'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE; END \$\$" \
+                 -c "SELECT pg_temp.state(\$\$SELECT count(*) FROM storlab.fleet_measure('one', '{pg_default}', '100 ms')\$\$)")" \
+    "55000" "fleet_measure of a primary is refused (55000): its figures are stored there, and fleet_sync copies them"
+  collector -c "SELECT storlab.fleet_remove('standby', keep_results => false)" >/dev/null
   stop standby
 else
   tap fail "a standby of one starts on port $PORT_STANDBY"

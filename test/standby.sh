@@ -193,7 +193,10 @@ for q in "${SAME[@]}"; do
   [[ $p == "$s" && $s != *ERROR* ]] || differ+=("$q: primary '$p', standby '$s'")
 done
 is "${differ[*]:-none}" none "every reader answers on the standby from the replicated rows, as the primary does"
-is "$(standby -c "SELECT storlab.node_id() IS NULL")" t "node_id() is NULL on a standby: it has no node of its own"
+is "$(standby -c "SELECT storlab.node_id() IS NOT NULL AND storlab.node_id() <> (SELECT node_id FROM storlab.nodes LIMIT 1)
+                    AND storlab.node_id() = (SELECT node_id FROM storlab.node)")|$(standby -c "SELECT storlab.node_id()")" \
+  "t|$(standby -c "SELECT storlab.node_id()")" \
+  "on a standby node_id() names a node of its own place, not its primary's, the same in every session"
 is "$(standby -c "CALL storlab.prune('1 second', dry_run => true)" 2>&1 | tr '\n' ' ' | grep -c ERROR)" 0 \
   "CALL prune(dry_run => true) counts on a standby"
 
@@ -201,9 +204,9 @@ is "$(standby -c "CALL storlab.prune('1 second', dry_run => true)" 2>&1 | tr '\n
 regressions_rows=$(primary -c "SELECT count(*) FROM storlab.regressions('fixture', duration => '0.1 s', repetitions => 2)" 2>/dev/null)
 caught_up
 stored_before=$(standby -c "SELECT count(*) FROM storlab.probes")
-out=$(standby -c "SELECT id < 0, tablespace, ops > 0 FROM storlab.probe('lab_ram', 'randread', duration => '0.2 s', file_size => 16777216)" 2>&1)
-is "$(grep -c 'hot standby: its own storage is measured' <<<"$out")|$(tail -n 1 <<<"$out")" "1|t|lab_ram|t" \
-  "probe() on a standby measures its own storage, says so, and returns the row under a session id below 0"
+out=$(standby -c "SELECT id < 0, tablespace, ops > 0, node_id = storlab.node_id() FROM storlab.probe('lab_ram', 'randread', duration => '0.2 s', file_size => 16777216)" 2>&1)
+is "$(grep -c 'hot standby: its own storage is measured' <<<"$out")|$(tail -n 1 <<<"$out")" "1|t|lab_ram|t|t" \
+  "probe() on a standby measures its own storage, says so, and returns the row under a session id below 0 and the standby's own node"
 got=$(standby <<'SQL' 2>&1
 SET client_min_messages = warning;
 SELECT 'profile ' || count(*) FILTER (WHERE id < 0) || '/' || count(*) FROM storlab.profile('lab_ram', duration => '0.1 s', precision_pct => NULL);

@@ -79,8 +79,9 @@ thread_local! {
 /// for its system identifier, host name, data directory and database oid,
 /// minted at CREATE EXTENSION and at first use after one of them changed (a
 /// clone, a copy made with CREATE DATABASE ... TEMPLATE, a pg_upgrade).
-/// None on a server that cannot write (a standby, a read-only transaction)
-/// and has none yet.
+/// On a hot standby, the node derived from its own place
+/// (`standby_node_id`). None in a read-only transaction of a primary that
+/// has none yet.
 pub fn node_id() -> Option<pgrx::datum::Uuid> {
     let install = nodes_table()?;
     if let Some((table, b)) = NODE.with(|n| n.get()) {
@@ -88,12 +89,12 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
             return Some(pgrx::datum::Uuid::from_bytes(b));
         }
     }
-    // A standby has no node of its own (its rows are its primary's) and can
-    // mint none; and no SPI call here (pgrx's would ask for a transaction
-    // id, which a standby cannot give).
+    // A standby stores nothing of its own (its rows are its primary's) and
+    // can mint no node: its own measurements, returned unstored, are named
+    // by a node derived from its place (`standby_node_id`).
     // SAFETY: reads shared recovery state.
     if unsafe { pg_sys::RecoveryInProgress() } {
-        return None;
+        return standby_node_id();
     }
     let (sysid, host, dir) = (
         system_identifier(),
@@ -153,6 +154,30 @@ pub fn node_id() -> Option<pgrx::datum::Uuid> {
         MINTED_IN.with(|m| m.set(unsafe { pg_sys::GetTopTransactionIdIfAny() }));
         minted
     })
+}
+
+/// A hot standby's own node: replicas share their primary's system
+/// identifier and every stored row, so its own measurements (returned
+/// unstored) are named by a node of its own place, derived, never stored:
+/// the same for every session of this standby's database, another for each
+/// standby (host, data directory) and database, and never a primary's
+/// (those are random, minted in storlab.nodes). A standby promoted since
+/// mints a node of its own at its first write, as a clone does.
+pub fn standby_node_id() -> Option<pgrx::datum::Uuid> {
+    // SAFETY: set for the backend's whole life before any SQL runs.
+    let database = u32::from(unsafe { pg_sys::MyDatabaseId });
+    let place = format!(
+        "storlab standby node\n{}\n{}\n{}\n{database}",
+        system_identifier(),
+        hostname(),
+        data_dir().display()
+    );
+    super::read::one::<pgrx::datum::Uuid>(
+        "SELECT pg_catalog.md5($1)::pg_catalog.uuid",
+        &[place.as_str().into()],
+    )
+    .ok()
+    .flatten()
 }
 
 /// The oid of this install's storlab.nodes, which a reinstall changes: the

@@ -118,6 +118,10 @@ pub fn keep_unstored(probe: &Probe) -> i64 {
         *last -= 1;
         let mut row = probe.to_json();
         row["id"] = (*last).into();
+        // the standby's own node, as a collector keys its figures
+        row["node_id"] = super::server::standby_node_id()
+            .map(|u| u.to_string().into())
+            .unwrap_or(serde_json::Value::Null);
         if rows.len() >= KEPT {
             rows.remove(0);
         }
