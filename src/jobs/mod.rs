@@ -298,9 +298,8 @@ struct Row {
 fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
     let start = Instant::now();
     loop {
-        // the creator's status first, then the row: a creator seen as
-        // committed has its row visible to the read that follows (each
-        // statement takes a new snapshot)
+        // the creator's status, and the row (for a job without a creator
+        // to ask)
         let (row, creator_status) = bookkeeping(|| {
             let status = match creator {
                 Some(xid) => read::one::<String>(
@@ -316,7 +315,12 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
             // a job started again (experiment_resume) has its row visible
             // all along, as it was before: wait for the UPDATE to commit
             Some("in progress") => {}
-            Some("committed") => return row,
+            // the row as the creator left it, read in a transaction of its
+            // own: both reads above share one snapshot (read-only SPI takes
+            // none per statement), which may predate the commit, and would
+            // show no row (or, for a job started again, its old status);
+            // no row then: committed without it (a rolled-back savepoint)
+            Some("committed") => return bookkeeping(|| read_job(job_id)),
             Some("aborted") => return None,
             // no creator to ask (or too old to tell): the row decides
             _ if row.is_some() => return row,
