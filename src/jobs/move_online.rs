@@ -32,7 +32,7 @@ use super::run::{
 use super::{as_caller, bookkeeping, stop_requested_after, wait_signalled, Job};
 use crate::ops::read;
 use crate::ops::record;
-use crate::ops::relocate::{lock_holders, where_now};
+use crate::ops::relocate::{index_identity, lock_holders, where_now};
 use crate::ops::server::{hostname, system_identifier};
 use storlab_core::pgbench::process::{self, Outcome};
 use storlab_core::pgbench::Connection;
@@ -1151,10 +1151,15 @@ fn record_table(
             if *was == t.to {
                 continue;
             }
+            let (index_table, index_definition) = as_caller(|| {
+                Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(*oid)))
+            });
             write(&Relocation {
                 relation: *oid,
                 relation_name: name.clone(),
                 kind: "index".into(),
+                index_table,
+                index_definition,
                 from_tablespace: was.clone(),
                 bytes: Some(*ibytes),
                 duration_s: None,
@@ -1281,10 +1286,15 @@ fn reindex(
         )
     })
     .unwrap_or(index.relation as i64);
+    let (index_table, index_definition) = as_caller(|| {
+        Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(new_oid as u32)))
+    });
     write(&Relocation {
         relation: new_oid as u32,
         relation_name: index.name.clone(),
         kind: "index".into(),
+        index_table,
+        index_definition,
         from_tablespace: from,
         to_tablespace: index.to.clone(),
         bytes: Some(bytes),
@@ -1477,6 +1487,11 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
                             r.relation = i.relation;
                             r.relation_name = i.name.clone();
                             r.kind = "index".into();
+                            (r.index_table, r.index_definition) = as_caller(|| {
+                                Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(
+                                    i.relation,
+                                )))
+                            });
                             r.from_tablespace = i.from.clone();
                             r.bytes = Some(i.bytes);
                             write(&r);
