@@ -1370,6 +1370,10 @@ fn restore(
         .with_hint("Move it by hand to where it was (storlab.move()), then call again: an index already there is left as it is.")
         .raise();
     }
+    // a partitioned parent's tree, whole: what its default put into the
+    // target since the move goes back with it
+    let since = created_since(&candidates);
+    candidates.extend(since);
     let (mine, others): (Vec<Step>, Vec<Step>) =
         plan(candidates).into_iter().partition(|s| s.rel.owned);
     for s in &others {
@@ -1403,6 +1407,105 @@ fn restore(
         );
     }
     run_steps(mine, timeout, false, Some(label), undoes, online)
+}
+
+/// Partitions and index partitions created since a partitioned table or
+/// index that is being restored moved, which its default put into the
+/// tablespace it is leaving now: they go back with it, to where it goes
+/// (with a NOTICE naming them), so that the tree is back whole, as it
+/// would be had they been created before the move. "Created since" is read
+/// from the oid: a relation's oid comes from the same counter as the file
+/// number a move gives each relation it copies, so one created after the
+/// move has an oid above every file number of the relations restored now.
+/// A partition that was in the target before the move (the move left it
+/// there, and recorded nothing) has a lower one, and stays; so does every
+/// partition when no restored relation has a file to read the number
+/// from (a later rewrite of one only raises it: a partition created in
+/// between then stays where it is, named in the NOTICE).
+fn created_since(candidates: &[(Rel, String)]) -> Vec<(Rel, String)> {
+    let parents: HashMap<pg_sys::Oid, (String, String)> = candidates
+        .iter()
+        .filter(|(r, to)| {
+            matches!(r.kind, Kind::PartitionedTable | Kind::PartitionedIndex) && r.tablespace != *to
+        })
+        .map(|(r, to)| (r.oid, (r.tablespace.clone(), to.clone())))
+        .collect();
+    if parents.is_empty() {
+        return Vec::new();
+    }
+    let known: std::collections::HashSet<pg_sys::Oid> =
+        candidates.iter().map(|(r, _)| r.oid).collect();
+    let with_files: Vec<pg_sys::Oid> = candidates
+        .iter()
+        .filter(|(r, _)| r.kind.has_storage())
+        .map(|(r, _)| r.oid)
+        .collect();
+    let newest_file = read::one::<i64>(
+        "SELECT pg_catalog.max(c.relfilenode::int8) FROM pg_catalog.pg_class c
+          WHERE c.oid = ANY ($1) AND c.relfilenode <> 0",
+        &[with_files.into()],
+    )
+    .ok()
+    .flatten();
+    let roots: Vec<pg_sys::Oid> = parents.keys().copied().collect();
+    // each partition of a restored parent's tree, with its nearest restored
+    // ancestor
+    let tree = Spi::connect(|c| {
+        c.select(
+            "SELECT d.relid::oid, (SELECT a.relid::oid
+                                     FROM pg_catalog.pg_partition_ancestors(d.relid) WITH ORDINALITY a(relid, n)
+                                    WHERE a.relid::oid = ANY ($1) AND a.relid <> d.relid
+                                    ORDER BY a.n LIMIT 1)
+               FROM pg_catalog.unnest($1::oid[]) p, pg_catalog.pg_partition_tree(p) d
+              WHERE d.relid::oid <> ALL ($1)",
+            None,
+            &[roots.into()],
+        )?
+        .map(|r| Ok((r.get::<pg_sys::Oid>(1)?, r.get::<pg_sys::Oid>(2)?)))
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the partition trees"))
+    .or_raise();
+    let mut seen = std::collections::HashSet::new();
+    let mut back = Vec::new();
+    let mut stay = Vec::new();
+    for (oid, ancestor) in tree {
+        let (Some(oid), Some(ancestor)) = (oid, ancestor) else {
+            continue;
+        };
+        if known.contains(&oid) || !seen.insert(oid) {
+            continue;
+        }
+        let (leaving, to) = &parents[&ancestor];
+        let Some(rel) = rels("WHERE c.oid = $1", vec![oid.into()]).pop() else {
+            continue; // no storage here: a foreign table
+        };
+        if rel.tablespace != *leaving {
+            continue; // placed elsewhere by hand: not the default's doing
+        }
+        match newest_file {
+            Some(n) if i64::from(oid.to_u32()) > n => back.push((rel, to.clone())),
+            _ => stay.push(rel.qualified.clone()),
+        }
+    }
+    back.sort_by(|a, b| a.0.qualified.cmp(&b.0.qualified));
+    stay.sort();
+    if !back.is_empty() {
+        notice!(
+            "storlab: created since the move, where the default of their partitioned parent put them, and restored with it: {}",
+            back.iter()
+                .map(|(r, to)| format!("{} {} ({} -> {to})", r.kind.as_str(), r.qualified, r.tablespace))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !stay.is_empty() {
+        notice!(
+            "storlab: left where they are (there before the move, or not told apart from it): {}",
+            stay.join(", ")
+        );
+    }
+    back
 }
 
 /// Is the relation with this oid still the one storlab moved? Oids are
