@@ -13,7 +13,8 @@
 #      writer that arrives), fails with 55P03, the table where it was,
 #      pg_repack's objects removed once the holder lets go, no session
 #      cancelled; cancel() after the copy, while pg_repack waits for an
-#      older transaction: cancelled within seconds, nothing left behind;
+#      older transaction, and the waiting CALL cancelled (statement_timeout,
+#      pg_cancel_backend): cancelled within seconds, nothing left behind;
 #   3. a holder that outlasts lock_timeout: pg_repack's objects are named,
 #      with the statement that removes them, and the next online move of
 #      the table removes them first;
@@ -21,7 +22,18 @@
 #      (a busy, slow machine): pg_repack's attempts are queued for more
 #      than 1 s in all, yet each transaction lets go, so the move is done;
 #   5. an autovacuum of the table in the way: 55P03, the error names the
-#      autovacuum worker and says what to do.
+#      autovacuum worker and says what to do;
+#   6. DDL from another session (lock_timeout 0) queued behind pg_repack's
+#      lock, pgbench writing: an ALTER TABLE during the copy, a TRUNCATE
+#      while pg_repack waits for an older transaction: the job stops
+#      pg_repack after lock_timeout, 55P03 naming the statement, the DDL
+#      goes through, nothing left, no writer slower than lock_timeout + 1 s;
+#   7. a DELETE of every row whose transaction holds up the swap: 55P03,
+#      the writers' row-lock waits counted, pg_repack's objects removed
+#      once the DELETE's transaction ends, without another call;
+#   8. apply_layout online with indexes elsewhere, REINDEX CONCURRENTLY held
+#      up by an older snapshot: 55P03 naming it and what moved; undo_batch
+#      takes the moved part back.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 

@@ -13,11 +13,18 @@
 //! phase (copy, index build, log replay, swap) is read from pg_repack's
 //! `--echo` output and shown in the job's detail.
 //!
+//! Another session's request queued behind pg_repack's locks (a
+//! migration's ALTER TABLE or TRUNCATE) makes every writer queue behind it:
+//! once one has waited lock_timeout the job ends pg_repack's sessions, so
+//! that it goes through, and fails naming it (55P03).
+//!
 //! However the run ends (done, a lock given up on, cancel(), the worker
 //! killed and the server restarted), what pg_repack left is removed:
 //! its trigger on the table, its log table, its copy and its type
 //! (`repack.repack_drop`), with every lock wait bounded. The table is then
-//! where it was, or moved and recorded.
+//! where it was, or moved and recorded. What a session's lock keeps longer
+//! is removed by the worker after the job's end, once that session's
+//! transaction ends (`tidy_after_end`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -906,13 +913,21 @@ fn repack_table(
         "pg_repack's objects are removed".to_string()
     } else {
         // removed once the holders let go, by this job's worker after the
-        // job's end (tidy_after_end)
-        tidy_later(t);
+        // job's end (tidy_after_end); not after a stop request, which a
+        // server shutdown is too: the worker must then exit
+        let later = if stopped.is_none() {
+            tidy_later(t);
+            format!(
+                "the job's worker removes them as soon as the sessions holding a lock on the table let go (for up to {} min after the job ends; storlab.jobs' detail->'tidy' says when), and ",
+                TIDY_FOR.as_secs() / 60
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "pg_repack's objects could not be removed within lock_timeout: {} (a lock on the table is held by {}); every write to the table is logged into them until they go: the job's worker removes them as soon as the sessions holding a lock on the table let go (for up to {} min after the job ends; storlab.jobs' detail->>'tidy' says when), and the next online move of the table removes them first; by hand: SELECT repack.repack_drop('{}'::regclass, 4)",
+            "pg_repack's objects could not be removed within lock_timeout: {} (a lock on the table is held by {}); every write to the table is logged into them until they go: {later}the next online move of the table removes them first; by hand: SELECT repack.repack_drop('{}'::regclass, 4)",
             left.join(", "),
             holders(),
-            TIDY_FOR.as_secs() / 60,
             t.name.replace('\'', "''")
         )
     };
@@ -950,7 +965,7 @@ fn repack_table(
             ),
             sqlstate: "55P03".into(),
             detail: Some(format!(
-                "That session's request went through once pg_repack's sessions ended. The table is where it was, in {from}; {tidy}. {stall}. Move the table again once that session is done.",
+                "pg_repack's sessions ended, so that session's request waits for them no more. The table is where it was, in {from}; {tidy}. {stall}. Move the table again once that session is done.",
             )),
         });
     }
