@@ -100,8 +100,9 @@ SELECT relation, tablespace FROM storlab.layout('shop') WHERE relation::text LIK
 -- back to where it was at `at`.
 SELECT min(moved_at) - interval '1 microsecond' AS before_all_moves FROM storlab.relocations \gset
 SELECT count(*) > 0 AS restored FROM storlab.restore_layout(:'before_all_moves');
--- Everything is back in pg_default but shop.events_2026_03 (with its index
--- and TOAST): it was created after the move, in the parent's new default.
+-- Everything is back in pg_default, shop.events_2026_03 too (with its index
+-- and TOAST): created after the move, in the parent's new default, it goes
+-- back with its parent, named in a NOTICE.
 SELECT tablespace, count(*), string_agg(relation::text, ', ' ORDER BY relation::text) FILTER (WHERE kind NOT LIKE 'toast%') AS relations
   FROM storlab.layout('shop') GROUP BY tablespace ORDER BY tablespace;
 SELECT DISTINCT label LIKE 'restore_layout since %' AS labelled FROM storlab.relocations WHERE label IS NOT NULL;
@@ -181,6 +182,29 @@ RESET ROLE;
 SELECT has_function_privilege('pg_monitor', 'storlab.layout(name)', 'EXECUTE') AS monitor_reads_layout,
        has_function_privilege('public', 'storlab.move(regclass, name, boolean, interval, boolean, boolean)', 'EXECUTE') AS public_moves;
 
-DROP SCHEMA shop, "Odd Schema" CASCADE;
+-- A partitioned table moved, then a partition added: its default puts the
+-- new partition, and the index partition its parent index makes, in the
+-- move's target. restore_layout and undo_batch take the tree back whole:
+-- what was created there since goes back with the parent, named in a
+-- NOTICE. A partition that was in the target before the move (the move
+-- left it: it was there already) stays, and the NOTICE says so.
+CREATE SCHEMA parts;
+CREATE TABLE parts.events (id int, at date, PRIMARY KEY (id, at)) PARTITION BY RANGE (at);
+CREATE TABLE parts.events_2026_01 PARTITION OF parts.events FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
+CREATE TABLE parts.events_2025 PARTITION OF parts.events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01') TABLESPACE lab_disk;
+SELECT clock_timestamp() AS before_parts \gset
+SELECT relation_name, kind, from_tablespace, to_tablespace FROM storlab.move('parts.events', 'lab_disk') ORDER BY relation_name;
+CREATE TABLE parts.events_2026_02 PARTITION OF parts.events FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
+SELECT relation, kind, tablespace FROM storlab.layout('parts') WHERE kind NOT LIKE 'toast%' ORDER BY relation::text;
+SELECT relation_name, kind, from_tablespace, to_tablespace FROM storlab.restore_layout(:'before_parts') ORDER BY relation_name;
+SELECT relation, kind, tablespace FROM storlab.layout('parts') WHERE kind NOT LIKE 'toast%' ORDER BY relation::text;
+-- the same with undo_batch
+SELECT count(*) AS moved FROM storlab.move('parts.events', 'lab_disk');
+SELECT max(batch_id) AS parts_batch FROM storlab.relocations \gset
+CREATE TABLE parts.events_2026_03 PARTITION OF parts.events FOR VALUES FROM ('2026-03-01') TO ('2026-04-01');
+SELECT relation_name, kind, from_tablespace, to_tablespace FROM storlab.undo_batch(:parts_batch) ORDER BY relation_name;
+SELECT relation, kind, tablespace FROM storlab.layout('parts') WHERE kind NOT LIKE 'toast%' ORDER BY relation::text;
+
+DROP SCHEMA shop, "Odd Schema", parts CASCADE;
 DROP OWNED BY regress_reloc_owner;
 DROP ROLE regress_reloc_owner;

@@ -1304,3 +1304,11 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION storlab.fleet_measure(text, name[], interval) FROM PUBLIC;
 COMMENT ON FUNCTION storlab.fleet_measure(text, name[], interval) IS 'Measures a hot standby of the fleet now (the standard suite on its tablespaces, through dblink) and keeps its figures in this collector under the standby''s own node';
+
+-- Online moves and undo: a moved index is known again after a REINDEX
+-- CONCURRENTLY by hand, which gives it a new oid under the same name.
+-- storlab.relocations records an index's table and definition at the move
+-- (sql/catalog/relocations.sql); undo_batch and restore_layout follow the
+-- index of that name on the same table with the same definition, and refuse
+-- the whole undo, naming it, for a row written before this release.
+ALTER TABLE storlab.relocations ADD COLUMN index_table oid, ADD COLUMN index_definition text;

@@ -277,6 +277,8 @@ mod tests {
             undoes_batch: Some(40),
             online: true,
             writers_blocked_s: Some(0.25),
+            index_table: Some(16_998),
+            index_definition: Some("CREATE INDEX \"T x\" ON public.t USING btree (v)".into()),
         }
     }
 
@@ -296,13 +298,13 @@ mod tests {
             "SELECT concat_ws('|', batch_id, relation, relation_name, kind, from_tablespace, to_tablespace, bytes,
                               duration_s, coalesce(lock_wait_s::text, 'NULL'), wal_bytes, statement, moved_by, label, note,
                               system_identifier, hostname, previous_relation, undoes_batch, online, writers_blocked_s,
-                              id IS NOT NULL, moved_at IS NOT NULL)
+                              index_table, index_definition, id IS NOT NULL, moved_at IS NOT NULL)
                FROM storlab.relocations",
         );
         assert_eq!(
             row,
             Ok(Some(
-                "41|16999|public.\"T x\"|index|pg_default|pg_global|8192|0.125|NULL|123456789012|ALTER INDEX public.\"T x\" SET TABLESPACE pg_global|postgres|by name|a note|-7|here|16998|40|t|0.25|t|t".into()
+                "41|16999|public.\"T x\"|index|pg_default|pg_global|8192|0.125|NULL|123456789012|ALTER INDEX public.\"T x\" SET TABLESPACE pg_global|postgres|by name|a note|-7|here|16998|40|t|0.25|16998|CREATE INDEX \"T x\" ON public.t USING btree (v)|t|t".into()
             ))
         );
     }

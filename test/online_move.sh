@@ -13,7 +13,8 @@
 #      writer that arrives), fails with 55P03, the table where it was,
 #      pg_repack's objects removed once the holder lets go, no session
 #      cancelled; cancel() after the copy, while pg_repack waits for an
-#      older transaction: cancelled within seconds, nothing left behind;
+#      older transaction, and the waiting CALL cancelled (statement_timeout,
+#      pg_cancel_backend): cancelled within seconds, nothing left behind;
 #   3. a holder that outlasts lock_timeout: pg_repack's objects are named,
 #      with the statement that removes them, and the next online move of
 #      the table removes them first;
@@ -21,7 +22,18 @@
 #      (a busy, slow machine): pg_repack's attempts are queued for more
 #      than 1 s in all, yet each transaction lets go, so the move is done;
 #   5. an autovacuum of the table in the way: 55P03, the error names the
-#      autovacuum worker and says what to do.
+#      autovacuum worker and says what to do;
+#   6. DDL from another session (lock_timeout 0) queued behind pg_repack's
+#      lock, pgbench writing: an ALTER TABLE during the copy, a TRUNCATE
+#      while pg_repack waits for an older transaction: the job stops
+#      pg_repack after lock_timeout, 55P03 naming the statement, the DDL
+#      goes through, nothing left, no writer slower than lock_timeout + 1 s;
+#   7. a DELETE of every row whose transaction holds up the swap: 55P03,
+#      the writers' row-lock waits counted, pg_repack's objects removed
+#      once the DELETE's transaction ends, without another call;
+#   8. apply_layout online with indexes elsewhere, REINDEX CONCURRENTLY held
+#      up by an older snapshot: 55P03 naming it and what moved; undo_batch
+#      takes the moved part back.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -64,7 +76,7 @@ if [[ ! -x $PG_BIN/pg_repack ]]; then
   echo "Bail out! no pg_repack in $PG_BIN: make deps PG=$PG installs it"
   exit 1
 fi
-echo "1..34"
+echo "1..54"
 work=$(mktemp -d /tmp/storlab-online-move.XXXXXX)
 chmod 755 "$work"
 cleanup() {
@@ -171,6 +183,26 @@ is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job") $((took < 5000))
   "cancel() after the copy, while pg_repack waits for older transactions: cancelled in ${took} ms"
 is "$(where c) $(debris c)" "pg_default 0 0 0" "and the table is where it was, without pg_repack's trigger, log table, copy or type"
 
+# The waiting CALL cancelled, by statement_timeout and by
+# pg_cancel_backend: the job stops as with cancel() (docs/bench.md), in
+# the same phase.
+job=$(start_move)
+phase_is "$job" 'log replay: waiting%'
+t0=$(ms)
+sql -c "SET statement_timeout = '1s'" -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
+took=$(ended "$job" "$t0")
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job") $((took < 6000)) $(where c) $(debris c)" "cancelled 1 pg_default 0 0 0" \
+  "CALL storlab.wait cancelled by statement_timeout (1 s) while pg_repack waits: the job is cancelled in ${took} ms, the table where it was, nothing left"
+job=$(start_move)
+phase_is "$job" 'log replay: waiting%'
+PGAPPNAME=waiter "$PG_BIN/psql" -X -q -d "$DB" -c "CALL storlab.wait($job)" >/dev/null 2>&1 &
+until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'waiter' AND query LIKE 'CALL storlab.wait%')"
+t0=$(ms)
+sql -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'waiter'" >/dev/null
+took=$(ended "$job" "$t0")
+is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job") $((took < 5000)) $(where c) $(debris c)" "cancelled 1 pg_default 0 0 0" \
+  "and by pg_cancel_backend: cancelled in ${took} ms, the table where it was, nothing left"
+
 # The old transaction, and a newer one holding ACCESS SHARE: once the old
 # one ends, pg_repack's swap queues behind the newer one; the job stops it
 # after 1 s of queueing, and removes pg_repack's objects once the holder
@@ -255,3 +287,129 @@ like "$(sql -c "SELECT detail->>'error_detail' FROM storlab.jobs WHERE id = $job
   "the error names the autovacuum worker, and says to VACUUM the table and move it again"
 "$PG_BIN/psql" -X -q -d postgres -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null
 naptime_set=
+sql -c "ALTER TABLE pgbench_accounts RESET (autovacuum_vacuum_threshold, autovacuum_vacuum_scale_factor, autovacuum_vacuum_cost_delay)"
+until_true "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND datname = current_database())" 600
+sql -c "VACUUM pgbench_accounts"
+
+# ---- 6. DDL from another session queued behind pg_repack -------------------
+# A migration's ALTER TABLE or TRUNCATE (lock_timeout 0, as most run) queues
+# for ACCESS EXCLUSIVE behind the lock pg_repack holds from its setup to
+# its swap, and every writer queues behind it. Once it has been queued
+# lock_timeout (2 s) the job stops pg_repack, so that it goes through:
+# 55P03 naming the session and its statement, the table where it was,
+# nothing of pg_repack's left, no writer slower than lock_timeout + 1 s.
+slowest() { cat "$1".* 2>/dev/null | awk '{ if ($3 > max) max = $3 } END { printf "%d\n", max / 1000 }'; }
+(cd "$work" && "$PG_BIN/pgbench" -c 4 -j 2 -T 12 --log --log-prefix="$work/ddl" "$DB" >"$work/bench-ddl.out" 2>&1) &
+bench=$!
+sleep 1
+job=$(sql -c "SELECT relation_name FROM storlab.move('pgbench_accounts', '$TARGET', lock_timeout => '2s', online => true)" \
+      -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
+phase_is "$job" 'copy'
+t0=$(ms)
+PGAPPNAME=migration PGOPTIONS="-c lock_timeout=0" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$DB" \
+  -c "ALTER TABLE pgbench_accounts ADD COLUMN note text" >"$work/alter.out" 2>&1 &
+alter=$!
+took=$(ended "$job" "$t0")
+wait $alter
+alter_rc=$?
+is "$(sql -c "SELECT status || ' ' || (detail->>'error_sqlstate') FROM storlab.jobs WHERE id = $job") $((took < 6000))" "failed 55P03 1" \
+  "an ALTER TABLE queued behind pg_repack during the copy: the job stops it, 55P03 in ${took} ms"
+like "$(sql -c "SELECT error FROM storlab.jobs WHERE id = $job")" "ALTER TABLE pgbench_accounts ADD COLUMN note text" \
+  "the error names the session's statement"
+like "$(sql -c "SELECT detail->>'error_detail' FROM storlab.jobs WHERE id = $job")" "the table's writers waited for a lock" \
+  "and its detail how long the writers waited"
+is "$alter_rc $(sql -c "SELECT count(*) FROM pg_attribute WHERE attrelid = 'pgbench_accounts'::regclass AND attname = 'note'") $(where pgbench_accounts) $(debris pgbench_accounts)" \
+  "0 1 pg_default 0 0 0" "the ALTER went through, the table is where it was, nothing of pg_repack's is left $(cat "$work/alter.out")"
+wait $bench
+is "$(($(slowest "$work/ddl") < 3000))" 1 \
+  "no writer waited past lock_timeout + 1 s: the slowest transaction took $(slowest "$work/ddl") ms ($(grep -m1 '^tps' "$work/bench-ddl.out"))"
+
+# A TRUNCATE while pg_repack waits for an older transaction (which takes as
+# long as that transaction does): the same.
+sql -c "CREATE TABLE d (id int PRIMARY KEY, v int)" -c "INSERT INTO d SELECT g, 0 FROM generate_series(1, 100000) g" -c "VACUUM d" >/dev/null
+printf '\\set id random(1, 100000)\nUPDATE d SET v = v + 1 WHERE id = :id;\n' >"$work/d.sql"
+hold old -c "BEGIN" -c "SELECT txid_current()"
+until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND application_name = 'old')"
+job=$(sql -c "SELECT count(*) FROM storlab.move('d', '$TARGET', lock_timeout => '2s', online => true)" \
+          -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
+phase_is "$job" 'log replay: waiting%'
+(cd "$work" && "$PG_BIN/pgbench" -n -c 2 -j 2 -T 8 -f "$work/d.sql" --log --log-prefix="$work/trunc" "$DB" >"$work/bench-trunc.out" 2>&1) &
+bench=$!
+sleep 1
+t0=$(ms)
+PGAPPNAME=migration PGOPTIONS="-c lock_timeout=0" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$DB" -c "TRUNCATE d" >"$work/truncate.out" 2>&1 &
+trunc=$!
+took=$(ended "$job" "$t0")
+wait $trunc
+trunc_rc=$?
+is "$(sql -c "SELECT status || ' ' || (detail->>'error_sqlstate') FROM storlab.jobs WHERE id = $job") $((took < 6000))" "failed 55P03 1" \
+  "a TRUNCATE queued behind pg_repack while it waits for an older transaction: 55P03 in ${took} ms"
+like "$(sql -c "SELECT error FROM storlab.jobs WHERE id = $job")" "TRUNCATE d" "naming the TRUNCATE"
+is "$trunc_rc $(sql -c "SELECT count(*) FROM d") $(where d) $(debris d) $(holding old)" "0 0 pg_default 0 0 0 t" \
+  "the TRUNCATE went through, the table is where it was, nothing left, the old transaction untouched $(cat "$work/truncate.out")"
+wait $bench
+is "$(($(slowest "$work/trunc") < 3000))" 1 "no writer waited past lock_timeout + 1 s: the slowest took $(slowest "$work/trunc") ms"
+release old
+
+# ---- 7. every row deleted during a move ------------------------------------
+# A DELETE of every row, its transaction open while pg_repack wants its
+# swap: the job stops pg_repack (55P03), and the writers' waits for the
+# deleted rows (transaction-id locks) count in what it says they waited.
+# pg_repack's trigger and log table cannot be removed while the DELETE's
+# transaction holds its lock; once it ends they go, with no further call.
+sql -c "INSERT INTO d SELECT g, 0 FROM generate_series(1, 100000) g" -c "VACUUM d" >/dev/null
+hold old -c "BEGIN" -c "SELECT txid_current()"
+until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND application_name = 'old')"
+job=$(sql -c "SELECT count(*) FROM storlab.move('d', '$TARGET', lock_timeout => '2s', online => true)" \
+          -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
+phase_is "$job" 'log replay: waiting%'
+(cd "$work" && "$PG_BIN/pgbench" -n -c 2 -j 2 -T 12 -f "$work/d.sql" "$DB" >"$work/bench-del.out" 2>&1) &
+bench=$!
+PGAPPNAME=deleter "$PG_BIN/psql" -X -q -d "$DB" -c "BEGIN" -c "DELETE FROM d" -c "SELECT pg_sleep(6)" -c "COMMIT" >/dev/null 2>&1 &
+deleter=$!
+until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'deleter' AND query = 'SELECT pg_sleep(6)')"
+sleep 1
+release old
+ended "$job" 0 >/dev/null
+is "$(sql -c "SELECT status || ' ' || (detail->>'error_sqlstate') FROM storlab.jobs WHERE id = $job") $(where d)" "failed 55P03 pg_default" \
+  "the swap queued behind the DELETE's transaction: 55P03, the table where it was"
+waited=$(sql -c "SELECT substring(detail->>'error_detail' FROM 'the table''s writers waited for a lock ([0-9.]+) s at most') FROM storlab.jobs WHERE id = $job")
+is "$(awk -v w="$waited" 'BEGIN { print (w + 0 >= 1) ? "t" : "f" }')" t \
+  "the writers' waits for the deleted rows count: they waited ${waited:-?} s at most"
+like "$(sql -c "SELECT detail->>'error_detail' FROM storlab.jobs WHERE id = $job")" "repack.repack_drop('public.d'::regclass, 4)" \
+  "pg_repack's objects are named while the DELETE's transaction holds its lock"
+wait $deleter
+until_true "SELECT NOT EXISTS (SELECT FROM pg_trigger WHERE tgrelid = 'd'::regclass AND tgname = 'repack_trigger')" 150
+is "$(debris d)" "0 0 0" "once the DELETE's transaction ended, pg_repack's objects were removed without another call"
+wait $bench
+
+# ---- 8. apply_layout online, indexes elsewhere, an old snapshot ------------
+# Tables to one tablespace through pg_repack, then each index to another by
+# REINDEX CONCURRENTLY, which waits for every older transaction (of any
+# table). One that outlives lock_timeout: 55P03 naming it, saying what moved
+# and what did not, and undo_batch takes the moved part back.
+sql -c "CREATE SCHEMA lay" -c "CREATE TABLE lay.f (id int PRIMARY KEY, v int)" -c "CREATE INDEX f_v ON lay.f (v)" \
+    -c "INSERT INTO lay.f SELECT g, g FROM generate_series(1, 20000) g" -c "VACUUM lay.f" >/dev/null
+hold old -c "BEGIN" -c "SELECT txid_current()"
+until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND application_name = 'old')"
+job=$(sql -c "SELECT count(*) FROM storlab.apply_layout('$TARGET', 'lab_ram', 'lay', lock_timeout => '2s', online => true)" \
+          -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
+phase_is "$job" 'log replay: waiting%'
+hold snapshot -c "BEGIN ISOLATION LEVEL REPEATABLE READ" -c "SELECT count(*) FROM pg_class"
+until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'snapshot' AND query LIKE 'SELECT pg_sleep%')"
+snapshot_pid=$(sql -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'snapshot'")
+release old
+sql -c "CALL storlab.wait($job)" >/dev/null 2>"$work/wait.err"
+is "$(sql -c "SELECT status || ' ' || coalesce(detail->>'error_sqlstate', 'none') FROM storlab.jobs WHERE id = $job")" "failed 55P03" \
+  "REINDEX CONCURRENTLY held up by an older transaction past lock_timeout: 55P03 $(tr '\n' ' ' <"$work/wait.err")"
+error=$(sql -c "SELECT error || ' / ' || (detail->>'error_detail') FROM storlab.jobs WHERE id = $job")
+like "$error" "pid $snapshot_pid" "the error names the transaction in the way"
+like "$error" "moved: table lay.f to $TARGET" "and says what moved"
+batch=$(sql -c "SELECT (args->>'batch') FROM storlab.jobs WHERE id = $job")
+like "$error" "storlab.undo_batch($batch, online => true)" "and how to take it back"
+release snapshot
+undo=$(sql -c "SELECT count(*) FROM storlab.undo_batch($batch, lock_timeout => '5s', online => true)" \
+           -c "SELECT max(id) FROM storlab.jobs WHERE kind = 'move_online'" | tail -1)
+sql -c "CALL storlab.wait($undo)" >/dev/null 2>"$work/wait.err"
+is "$(where lay.f) $(where lay.f_pkey) $(where lay.f_v) $(debris lay.f)" "pg_default pg_default pg_default 0 0 0" \
+  "undo_batch(online => true) takes the moved part back $(tr '\n' ' ' <"$work/wait.err")"

@@ -6,14 +6,14 @@ SELECT EXISTS (SELECT FROM pg_prepared_xacts WHERE gid = 'tap_holder') AS left_p
 ROLLBACK PREPARED 'tap_holder';
 \endif
 DROP TABLE IF EXISTS tap_squeezy, tap_busy, "Tap ""Odd"" Table", tap_orphan, tap_toasty;
-DROP TABLE IF EXISTS tap_lost, tap_lineage, tap_excl, tap_walmove, tap_walnoise;
+DROP TABLE IF EXISTS tap_lost, tap_lineage, tap_excl, tap_walmove, tap_walnoise, tap_rebuilt;
 DROP TABLESPACE IF EXISTS tap_gone;
 DROP TABLESPACE IF EXISTS tap_lost_ts;
 DROP TABLESPACE IF EXISTS "tap ""odd""; DROP TABLE tap_busy; --";
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT plan(59);
+SELECT plan(67);
 
 -- A compressing filesystem holds less than the logical size: heap pages full
 -- of repetitive text (too short for PostgreSQL's own TOAST compression) on
@@ -389,6 +389,62 @@ SELECT is((SELECT string_agg(relation_name || ': ' || from_tablespace || ' -> ' 
           'restore_layout brings both indexes back to where they were before both moves');
 ROLLBACK;
 DROP TABLE tap_lineage;
+
+-- A REINDEX CONCURRENTLY by hand of a moved index gives it a new oid under
+-- the same name, on the same table, with the same definition: undo_batch
+-- and restore_layout follow it and take it back with the rest of its
+-- batch, whole. Another index under that name (dropped and created again
+-- differently) is not the moved one, which was dropped: said in a NOTICE,
+-- and left where it is. A row of a release that recorded no table and
+-- definition cannot tell the two apart: the whole undo is refused, naming
+-- the index.
+CREATE TABLE tap_rebuilt (id int PRIMARY KEY, v int);
+CREATE INDEX tap_rebuilt_v ON tap_rebuilt (v);
+SELECT clock_timestamp() AS t_rebuilt \gset
+SELECT count(*) FROM storlab.move('tap_rebuilt', 'lab_disk');
+SELECT max(batch_id) AS b_rebuilt FROM storlab.relocations \gset
+SELECT 'tap_rebuilt_v'::regclass::oid AS rebuilt_v_oid \gset
+REINDEX INDEX CONCURRENTLY tap_rebuilt_v;
+BEGIN;
+SELECT isnt('tap_rebuilt_v'::regclass::oid, :'rebuilt_v_oid'::oid, 'a REINDEX CONCURRENTLY by hand gave the moved index a new oid');
+SELECT is((SELECT string_agg(relation_name || ': ' || from_tablespace || ' -> ' || to_tablespace, ', ' ORDER BY relation_name)
+             FROM storlab.undo_batch(:b_rebuilt)),
+          'public.tap_rebuilt: lab_disk -> pg_default, public.tap_rebuilt_pkey: lab_disk -> pg_default, public.tap_rebuilt_v: lab_disk -> pg_default',
+          'undo_batch follows the rebuilt index (same name, table and definition): the whole batch goes back');
+SELECT is((SELECT string_agg(relation::regclass || ' in ' || tablespace, ', ' ORDER BY relation::regclass::text)
+             FROM storlab.layout('public') WHERE relation::regclass::text LIKE 'tap_rebuilt%'),
+          'tap_rebuilt in pg_default, tap_rebuilt_pkey in pg_default, tap_rebuilt_v in pg_default',
+          'and each is back where the batch took it from');
+ROLLBACK;
+BEGIN;
+SELECT is((SELECT string_agg(relation_name || ': ' || from_tablespace || ' -> ' || to_tablespace, ', ' ORDER BY relation_name)
+             FROM storlab.restore_layout(:'t_rebuilt')),
+          'public.tap_rebuilt: lab_disk -> pg_default, public.tap_rebuilt_pkey: lab_disk -> pg_default, public.tap_rebuilt_v: lab_disk -> pg_default',
+          'so does restore_layout');
+ROLLBACK;
+BEGIN;
+-- as a release before 0.9.0 recorded the move
+UPDATE storlab.relocations SET index_table = NULL, index_definition = NULL
+ WHERE batch_id = :b_rebuilt AND relation_name = 'public.tap_rebuilt_v';
+SELECT throws_like(format('SELECT * FROM storlab.undo_batch(%s)', :b_rebuilt),
+                   'cannot restore index public.tap_rebuilt_v: an index of that name is there under another oid, and its move was recorded before storlab 0.9.0%',
+                   'a row without the index''s table and definition: the whole undo is refused (55000), naming the index');
+SELECT is((SELECT string_agg(relation::regclass || ' in ' || tablespace, ', ' ORDER BY relation::regclass::text)
+             FROM storlab.layout('public') WHERE relation::regclass::text LIKE 'tap_rebuilt%'),
+          'tap_rebuilt in lab_disk, tap_rebuilt_pkey in lab_disk, tap_rebuilt_v in lab_disk',
+          'and nothing moved');
+ROLLBACK;
+DROP INDEX tap_rebuilt_v;
+CREATE INDEX tap_rebuilt_v ON tap_rebuilt (v, id) TABLESPACE lab_disk;
+BEGIN;
+SELECT is((SELECT string_agg(relation_name || ': ' || from_tablespace || ' -> ' || to_tablespace, ', ' ORDER BY relation_name)
+             FROM storlab.undo_batch(:b_rebuilt)),
+          'public.tap_rebuilt: lab_disk -> pg_default, public.tap_rebuilt_pkey: lab_disk -> pg_default',
+          'another index under the moved one''s name (another definition) is not followed: the moved one was dropped');
+SELECT is((SELECT tablespace::text FROM storlab.layout('public') WHERE relation = 'tap_rebuilt_v'::regclass), 'lab_disk',
+          'and that other index stays where it is');
+ROLLBACK;
+DROP TABLE tap_rebuilt;
 
 -- What REINDEX CONCURRENTLY cannot do is refused or said at the call,
 -- before anything runs: a temporary table (the job is another session),

@@ -31,7 +31,14 @@ CREATE TABLE storlab.relocations (
     online            boolean     NOT NULL DEFAULT false,
     -- an online move of a table: the longest any other session waited for
     -- a lock on it while pg_repack ran (sampled from pg_locks.waitstart)
-    writers_blocked_s float8
+    writers_blocked_s float8,
+    -- an index (or partitioned index): its table and its definition
+    -- (pg_get_indexdef) at the move. A REINDEX CONCURRENTLY by hand gives
+    -- the index a new oid under the same name: undo_batch and
+    -- restore_layout follow the index of that name on the same table with
+    -- the same definition
+    index_table       oid,
+    index_definition  text
 );
 
 CREATE INDEX relocations_moved_at ON storlab.relocations (moved_at);

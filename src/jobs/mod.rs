@@ -21,6 +21,7 @@ mod move_online;
 mod run;
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
@@ -97,7 +98,8 @@ fn work(job_id: i64, creator: Option<u64>) {
                 }
             })
             .execute();
-        return finish(job_id, "failed", Some(why));
+        finish(job_id, "failed", Some(why));
+        return run::after_end(&job);
     }
     if row.status != "queued" {
         return; // cancelled before it started
@@ -180,6 +182,7 @@ fn work(job_id: i64, creator: Option<u64>) {
             detail,
         }) => finish_with(job_id, "failed", Some(message), Some(sqlstate), detail),
     }
+    run::after_end(&job);
 }
 
 fn finish(job_id: i64, status: &str, error: Option<String>) {
@@ -407,9 +410,26 @@ pub fn stop_requested(job_id: i64) -> Option<String> {
     stop_requested_after(job_id, Duration::from_millis(250))
 }
 
+/// A SIGTERM the worker was sent (the waiting CALL cancelled, through
+/// stop_now; pg_terminate_backend; a shutdown). pgrx clears its own flag in
+/// the wait on the latch that sees it, so a caller that waits for its own
+/// reasons (the online move's watcher paces its samples so) would consume
+/// the request and the next look would find nothing: kept here, the worker
+/// stops at its next look wherever the signal was seen.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// Waits on the latch up to `wait` (a committed cancel() or a signal ends
+/// the wait at once): has the worker been sent SIGTERM, now or before?
+pub fn wait_signalled(wait: Duration) -> bool {
+    if !BackgroundWorker::wait_latch(Some(wait)) {
+        SIGNALLED.store(true, Ordering::SeqCst);
+    }
+    SIGNALLED.load(Ordering::SeqCst)
+}
+
 /// [`stop_requested`], after waiting `wait` on the latch.
 pub fn stop_requested_after(job_id: i64, wait: Duration) -> Option<String> {
-    let signalled = !BackgroundWorker::wait_latch(Some(wait));
+    let signalled = wait_signalled(wait);
     let (status, error) = bookkeeping(|| {
         read::two::<String, String>(
             "SELECT status, error FROM storlab.job_records WHERE id = $1",

@@ -25,7 +25,7 @@ use super::run::{
 use super::{as_caller, bookkeeping, Job};
 use crate::ops::read;
 use crate::ops::record;
-use crate::ops::relocate::lock_holders;
+use crate::ops::relocate::{index_identity, lock_holders};
 use crate::ops::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::pgbench::Connection;
@@ -321,6 +321,9 @@ fn record(
             index.name
         )
     };
+    let (index_table, index_definition) = as_caller(|| {
+        Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(oid as u32)))
+    });
     let record = Relocation {
         batch_id: Some(plan.batch),
         relation: oid as u32,
@@ -342,6 +345,8 @@ fn record(
         undoes_batch: None,
         online: true,
         writers_blocked_s: None,
+        index_table,
+        index_definition,
     };
     bookkeeping(|| {
         Spi::run_with_args(

@@ -13,25 +13,33 @@
 //! phase (copy, index build, log replay, swap) is read from pg_repack's
 //! `--echo` output and shown in the job's detail.
 //!
+//! Another session's request queued behind pg_repack's locks (a
+//! migration's ALTER TABLE or TRUNCATE) makes every writer queue behind it:
+//! once one has waited lock_timeout the job ends pg_repack's sessions, so
+//! that it goes through, and fails naming it (55P03).
+//!
 //! However the run ends (done, a lock given up on, cancel(), the worker
 //! killed and the server restarted), what pg_repack left is removed:
 //! its trigger on the table, its log table, its copy and its type
 //! (`repack.repack_drop`), with every lock wait bounded. The table is then
-//! where it was, or moved and recorded.
+//! where it was, or moved and recorded. What a session's lock keeps longer
+//! is removed by the worker after the job's end, once that session's
+//! transaction ends (`tidy_after_end`).
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use pgrx::bgworkers::BackgroundWorker;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use super::run::{connection, psql_commands, store_detail, with_env, JobEnd};
-use super::{as_caller, bookkeeping, stop_requested_after, Job};
+use super::run::{
+    connection, psql_commands, psql_commands_watched, psql_tidying, store_detail, with_env, JobEnd,
+};
+use super::{as_caller, bookkeeping, stop_requested_after, wait_signalled, Job};
 use crate::ops::read;
 use crate::ops::record;
-use crate::ops::relocate::{lock_holders, where_now};
+use crate::ops::relocate::{index_identity, lock_holders, where_now};
 use crate::ops::server::{hostname, system_identifier};
 use storlab_core::pgbench::process::{self, Outcome};
 use storlab_core::pgbench::Connection;
@@ -51,6 +59,10 @@ const GAVE_UP: &str = "pg_repack gave up on its lock and was still removing its 
 /// one transaction kept queued longer than `repack::queued_budget_ms`.
 const QUEUED_TOO_LONG: &str = "pg_repack's exclusive lock was queued too long";
 
+/// The stop reason of a pg_repack run that another session's request (DDL,
+/// LOCK TABLE) was queued behind for lock_timeout, the writers behind it.
+const BEHIND_REPACK: &str = "a session was queued behind pg_repack's locks for lock_timeout";
+
 /// How often pg_locks is sampled while pg_repack takes or holds its
 /// exclusive lock.
 const SAMPLE: Duration = Duration::from_millis(20);
@@ -59,6 +71,50 @@ const SAMPLE: Duration = Duration::from_millis(20);
 const QUIET: Duration = Duration::from_millis(250);
 
 pub(super) fn run(job: &Job, m: &MoveOnline, dir: &Path) -> Result<(), JobEnd> {
+    steps(job, m, dir).map_err(|e| with_progress(m, e))
+}
+
+/// An error of a job that moved part of its batch says what moved, what
+/// did not, and that undo_batch takes back what moved (the job's rows are
+/// written as each move is done, so the batch holds exactly what moved).
+fn with_progress(m: &MoveOnline, e: JobEnd) -> JobEnd {
+    let moved = bookkeeping(|| {
+        Spi::connect(|c| {
+            c.select(
+                "SELECT kind, relation_name, to_tablespace::text FROM storlab.relocations WHERE batch_id = $1 ORDER BY id",
+                None,
+                &[m.batch.into()],
+            )?
+            .map(|r| {
+                Ok((
+                    r.get::<String>(1)?.unwrap_or_default(),
+                    r.get::<String>(2)?.unwrap_or_default(),
+                    r.get::<String>(3)?.unwrap_or_default(),
+                ))
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+        })
+    });
+    let Some(said) = m.progress(&moved) else {
+        return e;
+    };
+    match e {
+        JobEnd::Error {
+            message,
+            sqlstate,
+            detail,
+        } => JobEnd::Error {
+            // in the message: CALL storlab.wait raises the message alone
+            message: format!("{message}. {said}"),
+            sqlstate,
+            detail,
+        },
+        JobEnd::Failed(why) => JobEnd::Failed(format!("{why}. {said}")),
+        JobEnd::Stopped(why) => JobEnd::Stopped(format!("{why}. {said}")),
+    }
+}
+
+fn steps(job: &Job, m: &MoveOnline, dir: &Path) -> Result<(), JobEnd> {
     let conn = connection(job);
     // known when some table moves (the call checked pg_repack then); a job
     // that only rebuilds indexes never runs it
@@ -134,6 +190,17 @@ impl Waits {
         self.own.values().fold(0.0, |a, b| a + b)
     }
 
+    /// The backends (pid 0: a prepared transaction) that have kept
+    /// pg_repack's attempts at its exclusive lock `lock` queued longer
+    /// than `budget`.
+    fn in_way_pids(&self, lock: u8, budget: Duration) -> Vec<i32> {
+        self.in_way
+            .iter()
+            .filter(|(k, (first, last))| k.0 == lock && last.duration_since(*first) > budget)
+            .filter_map(|(k, _)| k.1.split(' ').next()?.parse().ok())
+            .collect()
+    }
+
     /// The longest one transaction has kept pg_repack's attempts at its
     /// exclusive lock `lock` queued so far. Not the attempts' queued time
     /// in all: under a busy write load each attempt waits for the
@@ -207,38 +274,78 @@ fn terminate(pids: &[i32]) {
     });
 }
 
+/// What one look at pg_locks found beyond the figures it adds to `Waits`.
+#[derive(Default)]
+struct Look {
+    /// another session queued for a lock on the table or its indexes
+    /// behind pg_repack's own locks (held or queued) for lock_timeout:
+    /// its pid and how long it has waited
+    behind: Option<(i32, f64)>,
+    /// the soonest another session's queued request reaches lock_timeout
+    due: Option<Duration>,
+}
+
 /// One look at pg_locks: each lock request on `relations` not granted yet,
 /// by pid, how long it has waited; pg_repack's own (`own`) apart, with the
 /// transactions in their way while it is after its exclusive lock `lock`
 /// (by pg_blocking_pids, asked only then and only while pg_repack waits:
-/// it takes the lock manager's partition locks exclusively). `since` is
-/// the time since the last look.
-fn sample(relations: &[pg_sys::Oid], own: &[i32], lock: u8, since: f64, waits: &mut Waits) {
+/// it takes the lock manager's partition locks exclusively). A writer
+/// waiting for a row of the table (the transaction that holds the row,
+/// while it holds the row's tuple lock) waits for the table too. Another
+/// session's request queued `lock_timeout` is asked whether pg_repack is in
+/// its way (the only other time pg_blocking_pids is called): a request that
+/// conflicts with the writers' (DDL, a lock taken by hand) makes every
+/// writer queue behind it, so one queued behind pg_repack stalls them all.
+/// ShareUpdateExclusiveLock (VACUUM, ANALYZE, CREATE INDEX CONCURRENTLY)
+/// holds up no writer and is left out. `since` is the time since the last
+/// look.
+fn sample(
+    relations: &[pg_sys::Oid],
+    own: &[i32],
+    lock: u8,
+    since: f64,
+    lock_timeout: Duration,
+    waits: &mut Waits,
+) -> Look {
     let blocked: &[i32] = if lock > 0 { own } else { &[] };
     let rows = as_caller(|| {
         Spi::connect(|c| {
             c.select(
                 "WITH l AS MATERIALIZED (
-                   SELECT l.locktype, l.pid, l.relation, l.virtualxid, l.granted, l.waitstart
+                   SELECT l.locktype, l.pid, l.relation, l.virtualxid, l.mode, l.granted, l.waitstart
                      FROM pg_catalog.pg_locks l
                     WHERE l.locktype = 'virtualxid'
-                       OR (l.locktype = 'relation' AND NOT l.granted AND l.waitstart IS NOT NULL
-                           AND l.relation = ANY ($1)
+                       OR (l.locktype = 'transactionid' AND NOT l.granted)
+                       OR (l.locktype IN ('relation', 'tuple') AND l.relation = ANY ($1)
                            AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
                                               WHERE d.datname = pg_catalog.current_database())))
-                 SELECT w.pid, w.waitstart::text,
-                        pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - w.waitstart)::float8,
+                 SELECT w.pid, w.waitstart::text, s.waited,
                         CASE WHEN w.pid = ANY ($2) THEN ARRAY(
                           -- a prepared transaction blocks as pid 0 and has
                           -- no virtualxid lock: one key for all of them
                           SELECT b::text || ' ' || coalesce((SELECT v.virtualxid FROM l v
                                                               WHERE v.locktype = 'virtualxid' AND v.pid = b
                                                               LIMIT 1), '')
-                            FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(w.pid)) b) END
-                   FROM l w
-                  WHERE w.locktype = 'relation'",
+                            FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(w.pid)) b) END,
+                        s.stalls,
+                        CASE WHEN s.stalls AND s.waited >= $4
+                             THEN pg_catalog.pg_blocking_pids(w.pid) OPERATOR(pg_catalog.&&) $3
+                             ELSE false END
+                   FROM l w,
+                        LATERAL (SELECT pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - w.waitstart)::float8 AS waited,
+                                        w.locktype = 'relation' AND w.pid <> ALL ($3)
+                                          AND w.mode <> 'ShareUpdateExclusiveLock' AS stalls) s
+                  WHERE NOT w.granted AND w.waitstart IS NOT NULL
+                    AND (w.locktype IN ('relation', 'tuple')
+                         OR (w.locktype = 'transactionid'
+                             AND EXISTS (SELECT FROM l t WHERE t.locktype = 'tuple' AND t.granted AND t.pid = w.pid)))",
                 None,
-                &[relations.to_vec().into(), blocked.to_vec().into()],
+                &[
+                    relations.to_vec().into(),
+                    blocked.to_vec().into(),
+                    own.to_vec().into(),
+                    lock_timeout.as_secs_f64().into(),
+                ],
             )?
             .map(|r| {
                 Ok((
@@ -246,6 +353,8 @@ fn sample(relations: &[pg_sys::Oid], own: &[i32], lock: u8, since: f64, waits: &
                     r.get::<String>(2)?.unwrap_or_default(),
                     r.get::<f64>(3)?.unwrap_or(0.0),
                     r.get::<Vec<String>>(4)?.unwrap_or_default(),
+                    r.get::<bool>(5)?.unwrap_or(false),
+                    r.get::<bool>(6)?.unwrap_or(false),
                 ))
             })
             .collect::<Result<Vec<_>, pgrx::spi::Error>>()
@@ -253,21 +362,69 @@ fn sample(relations: &[pg_sys::Oid], own: &[i32], lock: u8, since: f64, waits: &
     });
     let now = Instant::now();
     let mut others = false;
-    for (pid, start, waited, blockers) in rows {
+    let mut look = Look::default();
+    for (pid, start, waited, blockers, stalls, behind) in rows {
         if own.contains(&pid) {
             let w = waits.own.entry((pid, start)).or_insert(0.0);
             *w = w.max(waited);
             for b in blockers {
                 waits.in_way.entry((lock, b)).or_insert((now, now)).1 = now;
             }
-        } else {
-            waits.others_max = waits.others_max.max(waited);
-            others = true;
+            continue;
+        }
+        waits.others_max = waits.others_max.max(waited);
+        others = true;
+        if behind && look.behind.is_none_or(|(_, w)| waited > w) {
+            look.behind = Some((pid, waited));
+        } else if stalls && waited < lock_timeout.as_secs_f64() {
+            let left = lock_timeout.saturating_sub(Duration::from_secs_f64(waited));
+            look.due = Some(look.due.map_or(left, |d| d.min(left)));
         }
     }
     if others {
         waits.others_total += since;
     }
+    look
+}
+
+/// A session as the job's role sees it in pg_stat_activity: its pid, kind
+/// and application, and its statement when that role may read it (another
+/// role's needs pg_read_all_stats: storlab shows no more than its caller
+/// could read).
+fn describe_session(pid: i32) -> String {
+    as_caller(|| {
+        read::one::<String>(
+            "SELECT pg_catalog.format('backend pid %s (%s%s)%s', a.pid, a.backend_type,
+                      CASE WHEN a.application_name <> '' THEN ', application ' || a.application_name ELSE '' END,
+                      CASE WHEN a.query IS NULL OR a.query = '<insufficient privilege>'
+                           THEN ', whose statement role ' || CURRENT_USER || ' may not read (pg_read_all_stats may)'
+                           WHEN pg_catalog.length(a.query) > 300 THEN ', running: ' || pg_catalog.left(a.query, 300) || '...'
+                           ELSE ', running: ' || a.query END)
+               FROM pg_catalog.pg_stat_activity a WHERE a.pid = $1",
+            &[pid.into()],
+        )
+    })
+    .unwrap_or_else(|| format!("backend pid {pid} (ended since)"))
+}
+
+/// Of the sessions `pids` (those in the way of pg_repack's own request),
+/// one that is itself queued for a lock on the table behind pg_repack, and
+/// how long it has waited: the two wait for each other through pg_repack's
+/// client, which PostgreSQL's deadlock detector cannot see.
+fn queued_behind_own(relations: &[pg_sys::Oid], own: &[i32], pids: &[i32]) -> Option<(i32, f64)> {
+    let (pid, waited) = as_caller(|| {
+        read::two::<i32, f64>(
+            "SELECT q.pid, q.waited FROM (SELECT 1) one LEFT JOIN (
+               SELECT l.pid, pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - l.waitstart)::float8 AS waited
+                 FROM pg_catalog.pg_locks l
+                WHERE l.locktype = 'relation' AND NOT l.granted AND l.relation = ANY ($1)
+                  AND l.pid = ANY ($3) AND l.pid <> ALL ($2)
+                  AND pg_catalog.pg_blocking_pids(l.pid) OPERATOR(pg_catalog.&&) $2
+                ORDER BY l.waitstart LIMIT 1) q ON true",
+            &[relations.to_vec().into(), own.to_vec().into(), pids.to_vec().into()],
+        )
+    });
+    Some((pid?, waited.unwrap_or(0.0)))
 }
 
 /// The phase shown in the job's detail, with the table and since when.
@@ -316,26 +473,190 @@ fn leftovers(oid: pg_sys::Oid) -> Vec<String> {
 /// request blocks the table's writers), once a second, until `limit`.
 /// Returns what is still there.
 pub(super) fn drop_leftovers(
-    job: &Job,
     conn: &Connection,
     dir: &Path,
     oid: pg_sys::Oid,
     limit: Duration,
 ) -> Vec<String> {
     let start = Instant::now();
-    let sql = format!("SELECT repack.repack_drop({}, 4)", oid.to_u32());
     loop {
         let left = leftovers(oid);
         if left.is_empty() || start.elapsed() >= limit {
             return left;
         }
-        if brief_lock_statement(job, conn, dir, &sql) {
+        if drop_attempt(conn, dir, oid) {
             continue;
         }
         // each attempt queues the table's writers for up to 100 ms: one a
         // second at most
         std::thread::sleep(Duration::from_millis(900));
     }
+}
+
+/// One attempt at removing pg_repack's objects on the table, its lock
+/// waited for at most 100 ms, while no pg_repack runs on it: the attempt
+/// holds pg_repack's own advisory lock on the table (the one a run takes
+/// at its start, pg_try_advisory_lock(16185446, -2147483648 + oid)) for its
+/// transaction, so that it never removes the objects of a run under way,
+/// and no run starts meanwhile. Not cut short by a stop request: it tidies
+/// after one. Did it succeed?
+fn drop_attempt(conn: &Connection, dir: &Path, oid: pg_sys::Oid) -> bool {
+    let key = (i64::from(oid.to_u32()) - 2_147_483_648) as i32;
+    let sql = format!(
+        "DO $storlab$ BEGIN
+           IF NOT pg_catalog.pg_try_advisory_xact_lock(16185446, {key}) THEN
+             RAISE EXCEPTION 'pg_repack runs on the table';
+           END IF;
+           PERFORM repack.repack_drop({}, 4);
+         END $storlab$",
+        oid.to_u32()
+    );
+    with_env("PGOPTIONS", "-c lock_timeout=100ms", || {
+        psql_tidying(conn, &[&sql], dir, Duration::from_secs(30)).is_ok()
+    })
+}
+
+/// How long the worker of a job that ended with pg_repack's objects left
+/// on a table (their lock holder did not let go within lock_timeout) goes
+/// on waiting for the holder, to remove them once it lets go.
+const TIDY_FOR: Duration = Duration::from_secs(15 * 60);
+
+thread_local! {
+    /// The tables whose pg_repack objects this job left: removed after
+    /// the job's end, by [`tidy_after_end`].
+    static TIDY: std::cell::RefCell<Vec<(u32, String)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn tidy_later(t: &OnlineTable) {
+    TIDY.with(|v| {
+        let mut v = v.borrow_mut();
+        if !v.iter().any(|(r, _)| *r == t.relation) {
+            v.push((t.relation, t.name.clone()));
+        }
+    });
+}
+
+/// After the job's end, which reported pg_repack's objects left on a table
+/// (a session's lock kept them), the worker removes them as soon as the
+/// sessions that held a lock on the table at the last attempt have ended
+/// their transactions: it reads pg_locks once a second meanwhile and makes
+/// no attempt (each queues the table's writers for up to 100 ms) while one
+/// of them is still open. It gives up after [`TIDY_FOR`], when another
+/// online move of the table is queued or runs (which removes them first),
+/// when a pg_repack runs on it, or when the worker is told to stop. Each
+/// table's outcome is in the job's detail (key `tidy`).
+pub(super) fn tidy_after_end(job: &Job, dir: &Path) {
+    let mut pending = TIDY.with(|v| std::mem::take(&mut *v.borrow_mut()));
+    if pending.is_empty() {
+        return;
+    }
+    let conn = connection(job);
+    let start = Instant::now();
+    let mut said = serde_json::Map::new();
+    let mut say = |name: &str, what: String| {
+        said.insert(name.to_string(), what.into());
+        store_detail(job, serde_json::json!({ "tidy": said.clone() }));
+    };
+    // per table: the transactions holding a lock on it at the last attempt
+    let mut holders: HashMap<u32, Vec<String>> = HashMap::new();
+    for (_, name) in &pending {
+        say(
+            name,
+            "pg_repack's objects are left: removed once the sessions holding a lock on the table let go".into(),
+        );
+    }
+    loop {
+        pending.retain(|(relation, name)| {
+            let oid = pg_sys::Oid::from(*relation);
+            if leftovers(oid).is_empty() {
+                say(name, format!("pg_repack's objects are gone at {}", chrono_now()));
+                return false;
+            }
+            if let Some(other) = other_online_move(job, *relation) {
+                say(name, format!("left to {other}, which removes them before it moves the table"));
+                return false;
+            }
+            if let Some(pid) = repack_running(oid) {
+                say(name, format!("left alone: a pg_repack runs on the table (backend pid {pid})"));
+                return false;
+            }
+            if holders.get(relation).is_some_and(|h| still_open(h)) {
+                return true;
+            }
+            if drop_attempt(&conn, dir, oid) && leftovers(oid).is_empty() {
+                say(name, format!("pg_repack's objects removed at {}", chrono_now()));
+                return false;
+            }
+            holders.insert(*relation, holding_transactions(oid));
+            true
+        });
+        if pending.is_empty() {
+            return;
+        }
+        let stop = if start.elapsed() >= TIDY_FOR {
+            Some(format!("still there after {} min", TIDY_FOR.as_secs() / 60))
+        } else if wait_signalled(Duration::from_secs(1)) {
+            Some("the worker was told to stop".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            for (relation, name) in &pending {
+                say(
+                    name,
+                    format!(
+                        "{why}: pg_repack's objects are left ({}); the next online move of the table removes them first, or SELECT repack.repack_drop('{}'::regclass, 4)",
+                        leftovers(pg_sys::Oid::from(*relation)).join(", "),
+                        name.replace('\'', "''")
+                    ),
+                );
+            }
+            return;
+        }
+    }
+}
+
+/// The transactions (virtual transaction ids) holding a lock on the table
+/// now, other than the worker's own.
+fn holding_transactions(oid: pg_sys::Oid) -> Vec<String> {
+    as_caller(|| {
+        read::one::<Vec<String>>(
+            "SELECT ARRAY(SELECT DISTINCT l.virtualtransaction FROM pg_catalog.pg_locks l
+                           WHERE l.locktype = 'relation' AND l.relation = $1 AND l.granted
+                             AND l.pid IS DISTINCT FROM pg_catalog.pg_backend_pid()
+                             AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                                WHERE d.datname = pg_catalog.current_database()))",
+            &[oid.into()],
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// Is one of these transactions still open?
+fn still_open(transactions: &[String]) -> bool {
+    as_caller(|| {
+        read::one::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_locks l WHERE l.virtualtransaction = ANY ($1))",
+            &[transactions.to_vec().into()],
+        )
+    })
+    .unwrap_or(false)
+}
+
+/// Another online move of the table, queued or running: it removes what
+/// pg_repack left before it runs pg_repack.
+fn other_online_move(job: &Job, relation: u32) -> Option<String> {
+    bookkeeping(|| {
+        read::one::<String>(
+            "SELECT (SELECT pg_catalog.format('storlab job %s', j.id)
+                       FROM storlab.jobs j
+                      WHERE j.kind = 'move_online' AND j.status IN ('queued', 'running', 'cancelling')
+                        AND j.id <> $2 AND j.database = pg_catalog.current_database()
+                        AND j.args->'tables' @> pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('relation', $1::int8))
+                      ORDER BY j.id LIMIT 1)",
+            &[i64::from(relation).into(), job.id.into()],
+        )
+    })
 }
 
 /// Runs a statement that takes ACCESS EXCLUSIVE on a table over a client
@@ -403,7 +724,7 @@ fn repack_table(
     }
     // an earlier run cut short left its objects (pg_repack refuses a table
     // with its trigger): removed first
-    let left = drop_leftovers(job, conn, dir, oid, limit);
+    let left = drop_leftovers(conn, dir, oid, limit);
     if !left.is_empty() {
         return Err(leftovers_error(t, &left));
     }
@@ -439,6 +760,11 @@ fn repack_table(
     let mut last_sample: Option<Instant> = None;
     let mut own: Vec<i32> = Vec::new();
     let mut held_by: Option<String> = None;
+    // another session queued behind pg_repack for lock_timeout: it, as the
+    // job's role sees it, and how long it had waited
+    let mut behind: Option<(String, f64)> = None;
+    // the soonest another session's queued request reaches lock_timeout
+    let mut due: Option<Duration> = None;
     let budget_ms = repack::queued_budget_ms(m.lock_timeout_ms);
     let mut stop = || {
         // what pg_repack echoed since the last look: the phase
@@ -455,20 +781,40 @@ fn repack_table(
         }
         // pg_locks is read under every partition lock of the lock manager,
         // which each session's locking then waits for: often only while
-        // pg_repack takes or holds its exclusive lock (the only time it can
-        // block the table's writers), seldom otherwise
-        let every = if now.exclusive() { SAMPLE } else { QUIET };
-        if last_sample.is_none_or(|at| at.elapsed() >= every) {
+        // pg_repack takes or holds its exclusive lock (the only time its
+        // own request can block the table's writers), seldom otherwise,
+        // and when another session's queued request reaches lock_timeout
+        let cadence = if now.exclusive() { SAMPLE } else { QUIET };
+        let every = |due: Option<Duration>| due.map_or(cadence, |d| d.clamp(SAMPLE, cadence));
+        if last_sample.is_none_or(|at| at.elapsed() >= every(due)) {
             if last_sample.is_none_or(|at| at.elapsed() >= QUIET) || own.len() < 2 {
                 own = repack_pids(&job.role, &since);
             }
             let gap = last_sample.map_or(0.0, |at| at.elapsed().as_secs_f64());
             let lock = now.exclusive_lock().unwrap_or(0);
-            sample(&relations, &own, lock, gap, &mut waits);
+            let look = sample(&relations, &own, lock, gap, limit, &mut waits);
+            due = look.due;
             last_sample = Some(Instant::now());
+            // a session queued behind pg_repack (DDL, a LOCK TABLE) for
+            // lock_timeout, every writer queued behind it: pg_repack goes,
+            // so that it goes through
+            if let Some((pid, waited)) = look.behind {
+                behind = Some((describe_session(pid), waited));
+                terminate(&own);
+                return Some(BEHIND_REPACK.to_string());
+            }
             // queued behind something that does not let go: stopped before
             // the writers queue behind its retries for the whole wait
-            if lock > 0 && waits.longest_in_way(lock) > Duration::from_millis(budget_ms) {
+            let budget = Duration::from_millis(budget_ms);
+            if lock > 0 && waits.longest_in_way(lock) > budget {
+                // what keeps it queued may itself be queued behind
+                // pg_repack's other session: a wait for each other
+                let pids = waits.in_way_pids(lock, budget);
+                if let Some((pid, waited)) = queued_behind_own(&relations, &own, &pids) {
+                    behind = Some((describe_session(pid), waited));
+                    terminate(&own);
+                    return Some(BEHIND_REPACK.to_string());
+                }
                 held_by = as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)));
                 // its queued request goes at once, with its sessions; the
                 // program follows (process::run stops it)
@@ -477,8 +823,9 @@ fn repack_table(
             }
         }
         // the job's status every 250 ms, and at once when the latch is set
-        // (a committed cancel() sets it) or a signal came
-        let signalled = !BackgroundWorker::wait_latch(Some(every));
+        // (a committed cancel() sets it) or a signal came (kept for the
+        // look below: this wait is the one that sees it)
+        let signalled = wait_signalled(every(due));
         if signalled || last_check.elapsed() >= QUIET {
             last_check = Instant::now();
             return stop_requested_after(job.id, Duration::ZERO);
@@ -487,14 +834,18 @@ fn repack_table(
     };
     // PGAPPNAME is pg_repack's own ("pg_repack"): it leaves other pg_repack
     // sessions out of the transactions it waits for. Its sessions'
-    // lock_timeout is the call's: pg_repack sets its own around each
-    // attempt at its exclusive lock and RESETs it after, back to this one,
-    // so that every other lock it waits for is bounded too (its cleanup's
-    // repack_drop would otherwise queue for ACCESS EXCLUSIVE with no limit,
-    // and block the table's writers behind it).
+    // lock_timeout is the call's and a second: pg_repack sets its own
+    // around each attempt at its exclusive lock and RESETs it after, back
+    // to this one, so that every other lock it waits for is bounded too
+    // (its cleanup's repack_drop would otherwise queue for ACCESS EXCLUSIVE
+    // with no limit, and block the table's writers behind it). The second
+    // lets the watcher above act first on what it knows: a session's DDL
+    // queued behind pg_repack, in front of pg_repack's own next request, is
+    // its doing to name (pg_repack would fail with PostgreSQL's bare "lock
+    // timeout", naming no one).
     let outcome = with_env(
         "PGOPTIONS",
-        &format!("-c lock_timeout={}ms", m.lock_timeout_ms),
+        &format!("-c lock_timeout={}ms", m.lock_timeout_ms + 1000),
         || {
             process::run(
                 &program,
@@ -517,7 +868,7 @@ fn repack_table(
     }
     let stopped = match outcome? {
         // stopped by the job itself, not cancelled: the refusal below says why
-        Outcome::Stopped(why) if why == GAVE_UP || why == QUEUED_TOO_LONG => {
+        Outcome::Stopped(why) if why == GAVE_UP || why == QUEUED_TOO_LONG || why == BEHIND_REPACK => {
             cancel_sessions(&job.role, &since);
             None
         }
@@ -535,7 +886,7 @@ fn repack_table(
         .iter()
         .any(|p| p.0 != Phase::Starting && p.0 != Phase::SetupLock);
     let left = if made {
-        drop_leftovers(job, conn, dir, oid, limit.max(Duration::from_secs(2)))
+        drop_leftovers(conn, dir, oid, limit.max(Duration::from_secs(2)))
     } else {
         Vec::new()
     };
@@ -563,8 +914,20 @@ fn repack_table(
     let tidy = if left.is_empty() {
         "pg_repack's objects are removed".to_string()
     } else {
+        // removed once the holders let go, by this job's worker after the
+        // job's end (tidy_after_end); not after a stop request, which a
+        // server shutdown is too: the worker must then exit
+        let later = if stopped.is_none() {
+            tidy_later(t);
+            format!(
+                "the job's worker removes them as soon as the sessions holding a lock on the table let go (for up to {} min after the job ends; storlab.jobs' detail->'tidy' says when), and ",
+                TIDY_FOR.as_secs() / 60
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "pg_repack's objects could not be removed within lock_timeout: {} (a lock on the table is held by {}); every write to the table is logged into them until SELECT repack.repack_drop('{}'::regclass, 4) removes them, which the next online move of the table does first",
+            "pg_repack's objects could not be removed within lock_timeout: {} (a lock on the table is held by {}); every write to the table is logged into them until they go: {later}the next online move of the table removes them first; by hand: SELECT repack.repack_drop('{}'::regclass, 4)",
             left.join(", "),
             holders(),
             t.name.replace('\'', "''")
@@ -596,6 +959,18 @@ fn repack_table(
         "Meanwhile the table's writers waited for a lock {:.3} s at most, and some writer was waiting during {:.3} s in all",
         waits.others_max, waits.others_total
     );
+    if let Some((session, waited)) = behind {
+        return Err(JobEnd::Error {
+            message: format!(
+                "could not move table {} online: {session} was queued for a lock on it behind pg_repack's for {waited:.3} s, over lock_timeout ({} ms), and every writer of the table queues behind such a request, so the job stopped pg_repack (it cancels no one)",
+                t.name, m.lock_timeout_ms
+            ),
+            sqlstate: "55P03".into(),
+            detail: Some(format!(
+                "pg_repack's sessions ended, so that session's request waits for them no more. The table is where it was, in {from}; {tidy}. {stall}. Move the table again once that session is done.",
+            )),
+        });
+    }
     if let Some(holders) = held_by {
         return Err(JobEnd::Error {
             message: format!(
@@ -615,6 +990,19 @@ fn repack_table(
         Some(Refusal::LockTimeout) => JobEnd::Error {
             message: format!(
                 "could not lock table {} within lock_timeout ({} ms): pg_repack gave up on its exclusive lock, and cancelled no one",
+                t.name, m.lock_timeout_ms
+            ),
+            sqlstate: "55P03".into(),
+            detail: Some(format!(
+                "Held by: {}. The table is where it was, in {from}; {tidy}. {stall}.",
+                holders()
+            )),
+        },
+        // a lock pg_repack's own session waited for past its lock_timeout
+        // (the watcher above names what it saw in the way first)
+        Some(Refusal::Said(words)) if words.contains("lock timeout") => JobEnd::Error {
+            message: format!(
+                "could not move table {} online: a session of pg_repack waited for a lock past lock_timeout ({} ms): {words}",
                 t.name, m.lock_timeout_ms
             ),
             sqlstate: "55P03".into(),
@@ -780,10 +1168,15 @@ fn record_table(
             if *was == t.to {
                 continue;
             }
+            let (index_table, index_definition) = as_caller(|| {
+                Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(*oid)))
+            });
             write(&Relocation {
                 relation: *oid,
                 relation_name: name.clone(),
                 kind: "index".into(),
+                index_table,
+                index_definition,
                 from_tablespace: was.clone(),
                 bytes: Some(*ibytes),
                 duration_s: None,
@@ -857,11 +1250,26 @@ fn reindex(
         index.name
     );
     let tag = format!("storlab job {} (online move)", job.id);
+    // REINDEX CONCURRENTLY waits for the transactions older than each of
+    // its steps, of any table, and fails with PostgreSQL's bare "lock
+    // timeout" when one outlives lock_timeout: the sessions it waits for
+    // are read while it waits, to name them then
+    let mut waited_for: Option<String> = None;
+    let mut last_look: Option<Instant> = None;
+    let mut watch = || {
+        if last_look.is_some_and(|at| at.elapsed() < QUIET) {
+            return;
+        }
+        last_look = Some(Instant::now());
+        if let Some(who) = reindex_waits_for(&tag) {
+            waited_for = Some(who);
+        }
+    };
     let out = with_env("PGAPPNAME", &tag, || {
         with_env(
             "PGOPTIONS",
             &format!("-c lock_timeout={}ms", m.lock_timeout_ms),
-            || psql_commands(job, conn, &["\\timing on", &sql], dir),
+            || psql_commands_watched(job, conn, &["\\timing on", &sql], dir, &mut watch),
         )
     });
     let stdout = match out {
@@ -869,7 +1277,22 @@ fn reindex(
         Err(e) => {
             super::move_indexes::cancel_backends(&tag);
             super::move_indexes::drop_invalid_leftovers(job, conn, t.relation as i64, dir);
-            return Err(e);
+            return Err(match e {
+                JobEnd::Failed(said) if said.contains("lock timeout") => JobEnd::Error {
+                    message: format!(
+                        "could not rebuild index {} into {} within lock_timeout ({} ms): REINDEX CONCURRENTLY waits for every transaction older than its steps, of any table, and {} outlived lock_timeout",
+                        index.name,
+                        index.to,
+                        m.lock_timeout_ms,
+                        waited_for.as_deref().unwrap_or("a transaction")
+                    ),
+                    sqlstate: "55P03".into(),
+                    detail: Some(format!(
+                        "The index is where it was, in {from} (its unfinished copy dropped). Move it again once that transaction is done, or with a longer lock_timeout."
+                    )),
+                },
+                e => e,
+            });
         }
     };
     // REINDEX CONCURRENTLY gives the index a new oid under the old name
@@ -880,10 +1303,15 @@ fn reindex(
         )
     })
     .unwrap_or(index.relation as i64);
+    let (index_table, index_definition) = as_caller(|| {
+        Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(new_oid as u32)))
+    });
     write(&Relocation {
         relation: new_oid as u32,
         relation_name: index.name.clone(),
         kind: "index".into(),
+        index_table,
+        index_definition,
         from_tablespace: from,
         to_tablespace: index.to.clone(),
         bytes: Some(bytes),
@@ -896,6 +1324,39 @@ fn reindex(
         ..row(job, m)
     });
     Ok(())
+}
+
+/// The sessions the job's REINDEX CONCURRENTLY (its backend found by
+/// `tag`, its application_name) waits for now, as the job's role sees them;
+/// None while it waits for no lock. pg_blocking_pids takes the lock
+/// manager's partition locks: asked only while the REINDEX waits on one.
+fn reindex_waits_for(tag: &str) -> Option<String> {
+    let pids = as_caller(|| {
+        read::one::<Vec<i32>>(
+            "SELECT ARRAY(SELECT DISTINCT b FROM pg_catalog.pg_stat_activity r,
+                                 pg_catalog.unnest(CASE WHEN r.wait_event_type = 'Lock'
+                                                        THEN pg_catalog.pg_blocking_pids(r.pid) END) b
+                           WHERE r.application_name = $1 AND r.pid <> pg_catalog.pg_backend_pid()
+                           ORDER BY b)",
+            &[tag.into()],
+        )
+    })
+    .unwrap_or_default();
+    if pids.is_empty() {
+        return None;
+    }
+    Some(
+        pids.iter()
+            .map(|&p| {
+                if p == 0 {
+                    "a prepared transaction (pg_prepared_xacts)".to_string()
+                } else {
+                    describe_session(p)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
 }
 
 /// A partitioned table or index: where its future partitions go, a change
@@ -992,9 +1453,7 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
             ));
             continue;
         }
-        let left = drop_leftovers(
-            job,
-            &conn,
+        let left = drop_leftovers(&conn,
             dir,
             oid,
             Duration::from_millis(m.lock_timeout_ms).max(Duration::from_secs(2)),
@@ -1003,8 +1462,9 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
             tidied.push(if left.is_empty() {
                 format!("pg_repack's objects on {} dropped", t.name)
             } else {
+                tidy_later(t);
                 format!(
-                    "pg_repack's objects on {} could not be dropped yet: {}",
+                    "pg_repack's objects on {} could not be dropped yet: {} (the job's worker removes them once the sessions holding a lock on the table let go: storlab.jobs' detail->'tidy')",
                     t.name,
                     left.join(", ")
                 )
@@ -1044,6 +1504,11 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
                             r.relation = i.relation;
                             r.relation_name = i.name.clone();
                             r.kind = "index".into();
+                            (r.index_table, r.index_definition) = as_caller(|| {
+                                Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(
+                                    i.relation,
+                                )))
+                            });
                             r.from_tablespace = i.from.clone();
                             r.bytes = Some(i.bytes);
                             write(&r);

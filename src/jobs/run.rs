@@ -80,6 +80,17 @@ pub fn recover(job: &Job) -> String {
     }
 }
 
+/// What a job's worker does once its job has ended (its status stored, so
+/// that CALL storlab.wait returns): an online move removes the pg_repack
+/// objects that a session's lock kept it from removing in time, once that
+/// session lets go.
+pub fn after_end(job: &Job) {
+    if matches!(job.args.spec, JobSpec::MoveOnline(_)) {
+        let dir = RunDir::new(run_dir(job.id));
+        super::move_online::tidy_after_end(job, &dir.0);
+    }
+}
+
 /// The job's folder of logs and scripts, removed however the job ends (an
 /// ERROR unwinds through here too).
 struct RunDir(PathBuf);
@@ -363,9 +374,20 @@ fn run_program(
     dir: &Path,
     deadline: Duration,
 ) -> Result<Output, JobEnd> {
+    run_program_with(program, args, dir, deadline, &mut || stop_requested(job.id))
+}
+
+/// [`run_program`], stopped when `stop` says (or at `deadline`).
+fn run_program_with(
+    program: &Path,
+    args: &[std::ffi::OsString],
+    dir: &Path,
+    deadline: Duration,
+    stop: &mut dyn FnMut() -> Option<String>,
+) -> Result<Output, JobEnd> {
     std::fs::create_dir_all(dir)
         .map_err(|e| JobEnd::Failed(format!("cannot create {}: {e}", dir.display())))?;
-    let out = process::run(program, args, dir, deadline, &mut || stop_requested(job.id))
+    let out = process::run(program, args, dir, deadline, stop)
         .map_err(|e| JobEnd::Failed(format!("cannot run {}: {e}", program.display())))?;
     let stdout = std::fs::read_to_string(dir.join("stdout")).unwrap_or_default();
     let stderr = std::fs::read_to_string(dir.join("stderr")).unwrap_or_default();
@@ -767,6 +789,43 @@ pub(super) fn psql_commands(
     psql_with(job, conn, commands, dir, &[])
 }
 
+/// [`psql_commands`], `watch` called every quarter of a second or so while
+/// psql runs (it looks at what the statement waits for).
+pub(super) fn psql_commands_watched(
+    job: &Job,
+    conn: &Connection,
+    commands: &[&str],
+    dir: &Path,
+    watch: &mut dyn FnMut(),
+) -> Result<String, JobEnd> {
+    let args = psql_args(conn, commands, &[]);
+    let psql = pgbench_path().with_file_name("psql");
+    run_program_with(&psql, &args, dir, Duration::from_secs(24 * 3600), &mut || {
+        watch();
+        stop_requested(job.id)
+    })
+    .map(|o| o.stdout)
+}
+
+/// psql as [`psql_commands`] runs it, for a statement that tidies after a
+/// stop (its own lock_timeout bounds its waits): a stop request, which
+/// would end it before it did anything once the job is stopping, does not
+/// cut it short; `deadline` does.
+pub(super) fn psql_tidying(
+    conn: &Connection,
+    commands: &[&str],
+    dir: &Path,
+    deadline: Duration,
+) -> Result<String, JobEnd> {
+    let args = psql_args(conn, commands, &[]);
+    let psql = pgbench_path().with_file_name("psql");
+    run_program_with(&psql, &args, dir, deadline, &mut || {
+        std::thread::sleep(Duration::from_millis(10));
+        None
+    })
+    .map(|o| o.stdout)
+}
+
 /// psql as [`psql`] runs it: `commands` as its `-c`s in one session, with
 /// more options (`-A -t`: bare values).
 fn psql_with(
@@ -777,6 +836,13 @@ fn psql_with(
     options: &[&str],
 ) -> Result<String, JobEnd> {
     let psql = pgbench_path().with_file_name("psql");
+    let args = psql_args(conn, commands, options);
+    run_program(job, &psql, &args, dir, Duration::from_secs(24 * 3600)).map(|o| o.stdout)
+}
+
+/// psql's arguments: quiet, stopping at the first error, the connection,
+/// `options`, then `commands` as its `-c`s.
+fn psql_args(conn: &Connection, commands: &[&str], options: &[&str]) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = vec![
         "-X".into(),
         "-q".into(),
@@ -799,5 +865,5 @@ fn psql_with(
         args.push("-c".into());
         args.push(c.into());
     }
-    run_program(job, &psql, &args, dir, Duration::from_secs(24 * 3600)).map(|o| o.stdout)
+    args
 }

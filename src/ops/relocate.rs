@@ -302,6 +302,20 @@ fn lock_oid(oid: pg_sys::Oid, what: &str, start: Instant, timeout: Duration) {
     }
 }
 
+/// An index's table and its definition now (pg_get_indexdef, under the
+/// search_path every caller of it pins), for its history row: what tells
+/// the index again after a REINDEX CONCURRENTLY by hand gives it a new oid
+/// under the same name. (None, None) for a relation that is no index.
+pub fn index_identity(oid: pg_sys::Oid) -> (Option<u32>, Option<String>) {
+    read::two::<pg_sys::Oid, String>(
+        "SELECT i.indrelid, pg_catalog.pg_get_indexdef(i.indexrelid)
+           FROM (SELECT 1) one LEFT JOIN pg_catalog.pg_index i ON i.indexrelid = $1",
+        &[oid.into()],
+    )
+    .map(|(table, definition)| (table.map(|t| t.to_u32()), definition))
+    .unwrap_or((None, None))
+}
+
 /// Who holds a lock on a relation (see HOLDERS), or None.
 pub fn lock_holders(oid: pg_sys::Oid) -> Option<String> {
     read::one::<String>(HOLDERS, &[oid.into()]).ok().flatten()
@@ -489,6 +503,12 @@ fn execute(
                 rel.qualified
             );
         }
+        let (index_table, index_definition) =
+            if matches!(rel.kind, Kind::Index | Kind::PartitionedIndex) {
+                index_identity(rel.oid)
+            } else {
+                (None, None)
+            };
         let record = Relocation {
             batch_id: batch,
             relation: rel.oid.to_u32(),
@@ -510,6 +530,8 @@ fn execute(
             undoes_batch: undoes,
             online: false,
             writers_blocked_s: None,
+            index_table,
+            index_definition,
         };
         let row = as_owner(|| {
             let query = if dry_run {
@@ -979,7 +1001,7 @@ pub fn restore_layout(
     super::prune::refuse_restore_before_horizon(at);
     // the first move of the restored batches tells where each relation was at `at`
     let wanted = history(
-        "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text
+        "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text, r.index_table, r.index_definition
            FROM storlab.relocations r
           WHERE r.system_identifier = ANY($2)
             AND r.batch_id IN (SELECT b.batch_id FROM storlab.relocations b WHERE b.system_identifier = ANY($2)
@@ -998,7 +1020,7 @@ pub fn restore_layout(
 /// first), or one the caller does not own, refuses the call.
 pub fn undo_batch(batch: i64, timeout: Duration, online: bool) -> Vec<RelocationRow> {
     let wanted = history(
-        "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text
+        "SELECT r.relation, r.relation_name, r.kind, r.from_tablespace::text, r.index_table, r.index_definition
            FROM storlab.relocations r
           WHERE r.batch_id = $1 AND r.system_identifier = ANY($2)
           ORDER BY r.moved_at, r.id",
@@ -1019,18 +1041,19 @@ pub fn undo_batch(batch: i64, timeout: Duration, online: bool) -> Vec<Relocation
     // online rebuilds (which give an index a new oid)
     // A later batch undone since (by undo_batch) and its undo cancel out:
     // together they left the relations where this batch put them.
-    let mine: std::collections::HashSet<pg_sys::Oid> = wanted.iter().map(|w| w.0).collect();
+    let mine: std::collections::HashSet<pg_sys::Oid> = wanted.iter().map(|w| w.oid).collect();
     let cancelled: Vec<i64> = cancelled_batches(batch).into_iter().collect();
     let later: Vec<String> = history_rows(
-        "SELECT r.relation, pg_catalog.format('%s (batch %s)', r.relation_name, r.batch_id), r.kind, r.to_tablespace::text
+        "SELECT r.relation, r.relation_name, r.kind, r.to_tablespace::text, r.index_table, r.index_definition,
+                pg_catalog.format('%s (batch %s)', r.relation_name, r.batch_id)
            FROM storlab.relocations r
           WHERE r.batch_id > $1 AND r.system_identifier = ANY($2) AND r.batch_id OPERATOR(pg_catalog.<>) ALL ($3)
           ORDER BY r.moved_at, r.id",
         vec![batch.into(), this_server().into(), cancelled.into()],
     )
     .into_iter()
-    .filter(|w| mine.contains(&w.0))
-    .map(|w| w.1)
+    .filter(|w| mine.contains(&w.oid))
+    .map(|w| w.shown)
     .collect();
     if !later.is_empty() {
         let later = later.join(", ");
@@ -1077,19 +1100,34 @@ fn cancelled_batches(batch: i64) -> std::collections::HashSet<i64> {
     storlab_core::relocate::cancelled_batches(&pairs)
 }
 
-/// (relation, name as moved, kind, tablespace to go back to), read as the owner.
-type Wanted = (pg_sys::Oid, String, String, String);
+/// A relation of a history query, read as the owner: its oid now, its
+/// name as moved, kind, and the tablespace of the row (where to go back to,
+/// or where a later batch took it).
+struct Wanted {
+    oid: pg_sys::Oid,
+    name: String,
+    kind: String,
+    tablespace: String,
+    /// how a message names the row (the query's seventh column, else the name)
+    shown: String,
+    /// an index of the moved one's name is there under another oid, and its
+    /// row (written before 0.9.0) does not say which table and definition
+    /// the moved one had: it may have been rebuilt by hand, or be another
+    unsure: bool,
+}
 
 /// The relations a history query returns (in its order: moved_at, id), each
 /// once, at its first row: where it was before the first of those moves.
 /// A relation is followed through storlab's online rebuilds, which give an
 /// index a new oid (`previous_relation`): rows under its earlier oids count
-/// as its own, under the oid it has now.
+/// as its own, under the oid it has now; and through a REINDEX CONCURRENTLY
+/// by hand, which does the same without a trace: the index of the moved
+/// one's name, on the same table with the same definition, is that index.
 fn history(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Wanted> {
     let mut seen = std::collections::HashSet::new();
     history_rows(query, args)
         .into_iter()
-        .filter(|w| seen.insert(w.0))
+        .filter(|w| seen.insert(w.oid))
         .collect()
 }
 
@@ -1108,8 +1146,83 @@ fn history_rows(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> V
     };
     raw_history(query, args)
         .into_iter()
-        .map(|(oid, name, kind, ts)| (now(oid), name, kind, ts))
+        .map(|row| {
+            let oid = now(row.oid);
+            let mut w = Wanted {
+                oid,
+                name: row.name,
+                kind: row.kind,
+                tablespace: row.tablespace,
+                shown: row.shown,
+                unsure: false,
+            };
+            if (w.kind == "index" || w.kind == "partitioned index")
+                && same_relation(oid, &w.name, &w.kind).is_err()
+            {
+                match rebuilt_by_hand(&w.name, &w.kind, row.index_table, row.index_definition.as_deref()) {
+                    Rebuilt::Same(now) => w.oid = now,
+                    Rebuilt::Unsure(now) => {
+                        w.oid = now;
+                        w.unsure = true;
+                    }
+                    Rebuilt::No => {}
+                }
+            }
+            w
+        })
         .collect()
+}
+
+/// What became of a moved index whose oid is gone (or names another
+/// relation now), by the index of its name.
+enum Rebuilt {
+    /// it: the same table and definition (a REINDEX CONCURRENTLY by hand)
+    Same(pg_sys::Oid),
+    /// an index of its name whose table and definition its row does not
+    /// record (a row written before 0.9.0): it, or another one
+    Unsure(pg_sys::Oid),
+    /// none of its name, or another one (its table or definition differ):
+    /// the moved index was dropped
+    No,
+}
+
+fn rebuilt_by_hand(
+    name: &str,
+    kind: &str,
+    table: Option<pg_sys::Oid>,
+    definition: Option<&str>,
+) -> Rebuilt {
+    let relkind = if kind == "index" { "i" } else { "I" };
+    let found = Spi::connect(|c| {
+        let mut rows = c.select(
+            "SELECT c.oid, i.indrelid, pg_catalog.pg_get_indexdef(c.oid)
+               FROM pg_catalog.pg_class c JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid
+              WHERE c.oid = pg_catalog.to_regclass($1) AND c.relkind = $2::\"char\"",
+            None,
+            &[name.into(), relkind.into()],
+        )?;
+        let Some(r) = rows.next() else {
+            return Ok(None);
+        };
+        Ok::<_, pgrx::spi::Error>(Some((
+            r.get::<pg_sys::Oid>(1)?.expect("oid"),
+            r.get::<pg_sys::Oid>(2)?,
+            r.get::<String>(3)?,
+        )))
+    })
+    .map_err(spi("reading the catalog"))
+    .or_raise();
+    match (found, table, definition) {
+        (None, _, _) => Rebuilt::No,
+        (Some((oid, _, _)), None, _) | (Some((oid, _, _)), _, None) => Rebuilt::Unsure(oid),
+        (Some((oid, now_table, now_definition)), Some(table), Some(definition)) => {
+            if now_table == Some(table) && now_definition.as_deref() == Some(definition) {
+                Rebuilt::Same(oid)
+            } else {
+                Rebuilt::No
+            }
+        }
+    }
 }
 
 /// Online rebuilds on this server: the oid an index had before each, to the
@@ -1137,19 +1250,38 @@ fn rebuilt_as() -> std::collections::HashMap<pg_sys::Oid, pg_sys::Oid> {
     })
 }
 
-fn raw_history(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Wanted> {
+/// A row of a history query as stored.
+struct HistoryRow {
+    oid: pg_sys::Oid,
+    name: String,
+    kind: String,
+    tablespace: String,
+    index_table: Option<pg_sys::Oid>,
+    index_definition: Option<String>,
+    shown: String,
+}
+
+/// The rows of a history query: relation, relation_name, kind, a
+/// tablespace, index_table, index_definition, and how to name it (else
+/// its name).
+fn raw_history(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<HistoryRow> {
     as_owner(|| {
         Spi::connect(|c| {
-            c.select(query, None, &args)?
-                .map(|r| {
-                    Ok((
-                        r.get(1)?.expect("oid"),
-                        r.get(2)?.expect("name"),
-                        r.get(3)?.expect("kind"),
-                        r.get(4)?.expect("tablespace"),
-                    ))
+            let rows = c.select(query, None, &args)?;
+            let shown = rows.columns()? >= 7;
+            rows.map(|r| {
+                let name: String = r.get(2)?.expect("name");
+                Ok(HistoryRow {
+                    oid: r.get(1)?.expect("oid"),
+                    kind: r.get(3)?.expect("kind"),
+                    tablespace: r.get(4)?.expect("tablespace"),
+                    index_table: r.get(5)?,
+                    index_definition: r.get(6)?,
+                    shown: if shown { r.get(7)?.unwrap_or_else(|| name.clone()) } else { name.clone() },
+                    name,
                 })
-                .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+            })
+            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
         })
         .map_err(spi("reading storlab.relocations"))
         .or_raise()
@@ -1170,7 +1302,18 @@ fn restore(
     online: bool,
 ) -> Vec<RelocationRow> {
     let mut candidates = Vec::new();
-    for (oid, name, kind, from) in wanted {
+    let mut unsure = Vec::new();
+    for w in wanted {
+        let (oid, name, kind, from) = (w.oid, w.name, w.kind, w.tablespace);
+        if w.unsure {
+            // already where it would go back: nothing to tell apart
+            if tablespace_now(oid).as_deref() == Some(from.as_str()) {
+                notice!("storlab: index {name} is in {from} already, where it was; nothing to restore");
+            } else {
+                unsure.push(format!("{kind} {name}"));
+            }
+            continue;
+        }
         match same_relation(oid, &name, &kind) {
             Ok(()) => {
                 let rel = rels("WHERE c.oid = $1", vec![oid.into()])
@@ -1196,9 +1339,41 @@ fn restore(
                 };
                 candidates.push((rel, to));
             }
-            Err(why) => notice!("storlab: {name} {why}; nothing to restore"),
+            Err(why) => {
+                let other = (kind == "index" || kind == "partitioned index")
+                    && read::one::<bool>(
+                        "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+                        &[name.clone().into()],
+                    ) == Ok(Some(true));
+                notice!(
+                    "storlab: {name} {why}{}; nothing to restore",
+                    if other {
+                        " (the index of that name now is another one: its table or definition differ)"
+                    } else {
+                        ""
+                    }
+                )
+            }
         }
     }
+    // whole or not at all: an index storlab cannot tell again is not left
+    // behind in silence
+    if !unsure.is_empty() {
+        Error::new(
+            SqlState::ObjectNotInPrerequisiteState,
+            format!(
+                "cannot restore {}: an index of that name is there under another oid, and its move was recorded before storlab 0.9.0, without the table and definition that tell whether it is the moved index rebuilt (REINDEX CONCURRENTLY) or another one",
+                unsure.join(", ")
+            ),
+        )
+        .with_detail("Nothing was moved.")
+        .with_hint("Move it by hand to where it was (storlab.move()), then call again: an index already there is left as it is.")
+        .raise();
+    }
+    // a partitioned parent's tree, whole: what its default put into the
+    // target since the move goes back with it
+    let since = created_since(&candidates);
+    candidates.extend(since);
     let (mine, others): (Vec<Step>, Vec<Step>) =
         plan(candidates).into_iter().partition(|s| s.rel.owned);
     for s in &others {
@@ -1232,6 +1407,105 @@ fn restore(
         );
     }
     run_steps(mine, timeout, false, Some(label), undoes, online)
+}
+
+/// Partitions and index partitions created since a partitioned table or
+/// index that is being restored moved, which its default put into the
+/// tablespace it is leaving now: they go back with it, to where it goes
+/// (with a NOTICE naming them), so that the tree is back whole, as it
+/// would be had they been created before the move. "Created since" is read
+/// from the oid: a relation's oid comes from the same counter as the file
+/// number a move gives each relation it copies, so one created after the
+/// move has an oid above every file number of the relations restored now.
+/// A partition that was in the target before the move (the move left it
+/// there, and recorded nothing) has a lower one, and stays; so does every
+/// partition when no restored relation has a file to read the number
+/// from (a later rewrite of one only raises it: a partition created in
+/// between then stays where it is, named in the NOTICE).
+fn created_since(candidates: &[(Rel, String)]) -> Vec<(Rel, String)> {
+    let parents: HashMap<pg_sys::Oid, (String, String)> = candidates
+        .iter()
+        .filter(|(r, to)| {
+            matches!(r.kind, Kind::PartitionedTable | Kind::PartitionedIndex) && r.tablespace != *to
+        })
+        .map(|(r, to)| (r.oid, (r.tablespace.clone(), to.clone())))
+        .collect();
+    if parents.is_empty() {
+        return Vec::new();
+    }
+    let known: std::collections::HashSet<pg_sys::Oid> =
+        candidates.iter().map(|(r, _)| r.oid).collect();
+    let with_files: Vec<pg_sys::Oid> = candidates
+        .iter()
+        .filter(|(r, _)| r.kind.has_storage())
+        .map(|(r, _)| r.oid)
+        .collect();
+    let newest_file = read::one::<i64>(
+        "SELECT pg_catalog.max(c.relfilenode::int8) FROM pg_catalog.pg_class c
+          WHERE c.oid = ANY ($1) AND c.relfilenode <> 0",
+        &[with_files.into()],
+    )
+    .ok()
+    .flatten();
+    let roots: Vec<pg_sys::Oid> = parents.keys().copied().collect();
+    // each partition of a restored parent's tree, with its nearest restored
+    // ancestor
+    let tree = Spi::connect(|c| {
+        c.select(
+            "SELECT d.relid::oid, (SELECT a.relid::oid
+                                     FROM pg_catalog.pg_partition_ancestors(d.relid) WITH ORDINALITY a(relid, n)
+                                    WHERE a.relid::oid = ANY ($1) AND a.relid <> d.relid
+                                    ORDER BY a.n LIMIT 1)
+               FROM pg_catalog.unnest($1::oid[]) p, pg_catalog.pg_partition_tree(p) d
+              WHERE d.relid::oid <> ALL ($1)",
+            None,
+            &[roots.into()],
+        )?
+        .map(|r| Ok((r.get::<pg_sys::Oid>(1)?, r.get::<pg_sys::Oid>(2)?)))
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the partition trees"))
+    .or_raise();
+    let mut seen = std::collections::HashSet::new();
+    let mut back = Vec::new();
+    let mut stay = Vec::new();
+    for (oid, ancestor) in tree {
+        let (Some(oid), Some(ancestor)) = (oid, ancestor) else {
+            continue;
+        };
+        if known.contains(&oid) || !seen.insert(oid) {
+            continue;
+        }
+        let (leaving, to) = &parents[&ancestor];
+        let Some(rel) = rels("WHERE c.oid = $1", vec![oid.into()]).pop() else {
+            continue; // no storage here: a foreign table
+        };
+        if rel.tablespace != *leaving {
+            continue; // placed elsewhere by hand: not the default's doing
+        }
+        match newest_file {
+            Some(n) if i64::from(oid.to_u32()) > n => back.push((rel, to.clone())),
+            _ => stay.push(rel.qualified.clone()),
+        }
+    }
+    back.sort_by(|a, b| a.0.qualified.cmp(&b.0.qualified));
+    stay.sort();
+    if !back.is_empty() {
+        notice!(
+            "storlab: created since the move, where the default of their partitioned parent put them, and restored with it: {}",
+            back.iter()
+                .map(|(r, to)| format!("{} {} ({} -> {to})", r.kind.as_str(), r.qualified, r.tablespace))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !stay.is_empty() {
+        notice!(
+            "storlab: left where they are (there before the move, or not told apart from it): {}",
+            stay.join(", ")
+        );
+    }
+    back
 }
 
 /// Is the relation with this oid still the one storlab moved? Oids are

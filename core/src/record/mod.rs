@@ -36,6 +36,11 @@ pub trait Record: Serialize + Default {
     /// The table, schema-qualified.
     const TABLE: &'static str;
 
+    /// Columns whose value a table that lacks them (an install not updated
+    /// yet) may go without: evidence kept beside what the row says, never
+    /// part of it.
+    const OPTIONAL: &'static [&'static str] = &[];
+
     /// The columns this record carries, in field order.
     fn columns() -> Vec<String> {
         match serde_json::to_value(Self::default()) {
@@ -61,7 +66,8 @@ pub trait Record: Serialize + Default {
         for c in Self::columns() {
             if table_columns.contains(&c) {
                 out.push(c);
-            } else if !json[c.as_str()].is_null()
+            } else if !Self::OPTIONAL.contains(&c.as_str())
+                && !json[c.as_str()].is_null()
                 && json[c.as_str()] != serde_json::Value::Bool(false)
             {
                 // a column this install lacks may only carry a value that
@@ -187,13 +193,13 @@ mod tests {
         );
         assert!(
             sql.contains(
-                ", previous_relation, undoes_batch, online, writers_blocked_s, moved_at) SELECT "
+                ", previous_relation, undoes_batch, online, writers_blocked_s, index_table, index_definition, moved_at) SELECT "
             ),
             "{sql}"
         );
         assert!(
             sql.contains(
-                ", p.previous_relation, p.undoes_batch, p.online, p.writers_blocked_s, pg_catalog.clock_timestamp() FROM "
+                ", p.previous_relation, p.undoes_batch, p.online, p.writers_blocked_s, p.index_table, p.index_definition, pg_catalog.clock_timestamp() FROM "
             ),
             "{sql}"
         );
@@ -223,6 +229,8 @@ mod tests {
             "undoes_batch",
             "online",
             "writers_blocked_s",
+            "index_table",
+            "index_definition",
         ];
         let before_0_6: Vec<String> = Relocation::columns()
             .into_iter()
@@ -270,9 +278,26 @@ mod tests {
             "{}",
             e.message
         );
+        // an index's table and definition are evidence beside the move, not
+        // what it did: an install without the columns (0.8.0) writes the
+        // move without them
+        let index = Relocation {
+            index_table: Some(16_383),
+            index_definition: Some("CREATE INDEX i ON public.t USING btree (v)".into()),
+            ..moved.clone()
+        };
+        let before_0_9: Vec<String> = Relocation::columns()
+            .into_iter()
+            .filter(|c| c != "index_table" && c != "index_definition")
+            .collect();
+        assert_eq!(index.columns_in(&before_0_9).unwrap(), before_0_9);
         // the current table: every column
         assert_eq!(
             rebuilt.columns_in(&Relocation::columns()).unwrap(),
+            Relocation::columns()
+        );
+        assert_eq!(
+            index.columns_in(&Relocation::columns()).unwrap(),
             Relocation::columns()
         );
     }

@@ -41,10 +41,20 @@ pub struct Relocation {
     /// a table moved online: the longest another session waited for a
     /// lock on it meanwhile
     pub writers_blocked_s: Option<f64>,
+    /// an index (or partitioned index): its table's oid at the move
+    pub index_table: Option<u32>,
+    /// an index (or partitioned index): its definition at the move
+    /// (pg_get_indexdef), with `index_table` what tells it again after a
+    /// REINDEX CONCURRENTLY by hand (a new oid under the same name)
+    pub index_definition: Option<String>,
 }
 
 impl Record for Relocation {
     const TABLE: &'static str = "storlab.relocations";
+    // evidence to tell an index again, not what the move did: under an
+    // install not updated yet the move is written without it (undo then
+    // refuses to follow a rebuilt index it cannot tell, naming it)
+    const OPTIONAL: &'static [&'static str] = &["index_table", "index_definition"];
 }
 
 #[cfg(test)]
@@ -77,7 +87,9 @@ mod tests {
                 "previous_relation",
                 "undoes_batch",
                 "online",
-                "writers_blocked_s"
+                "writers_blocked_s",
+                "index_table",
+                "index_definition"
             ]
         );
     }

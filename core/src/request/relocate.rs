@@ -45,6 +45,64 @@ pub struct MoveOnline {
     pub parents: Vec<OnlineParent>,
 }
 
+impl MoveOnline {
+    /// Every relation the job moves, as `(kind, name)`, in the order it
+    /// moves them: each table (pg_repack), the indexes that go with it
+    /// (`--moveidx`) or are rebuilt after it, then the partitioned parents.
+    pub fn planned(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for t in &self.tables {
+            if t.moves() {
+                out.push(("table".to_string(), t.name.clone()));
+                if t.repack_moves_indexes() {
+                    out.extend(
+                        t.indexes
+                            .iter()
+                            .filter(|i| i.from != t.to)
+                            .map(|i| ("index".to_string(), i.name.clone())),
+                    );
+                }
+            }
+            out.extend(
+                t.reindexed()
+                    .into_iter()
+                    .map(|i| ("index".to_string(), i.name.clone())),
+            );
+        }
+        out.extend(self.parents.iter().map(|p| (p.kind.clone(), p.name.clone())));
+        out
+    }
+
+    /// What a job that stopped half-way says of its batch: the relations
+    /// moved (`moved`: kind, name, tablespace, as recorded), those not,
+    /// and that undo_batch takes back what moved. None when nothing moved.
+    pub fn progress(&self, moved: &[(String, String, String)]) -> Option<String> {
+        if moved.is_empty() {
+            return None;
+        }
+        let done: Vec<String> = moved
+            .iter()
+            .map(|(kind, name, to)| format!("{kind} {name} to {to}"))
+            .collect();
+        let left: Vec<String> = self
+            .planned()
+            .into_iter()
+            .filter(|(kind, name)| !moved.iter().any(|(k, n, _)| k == kind && n == name))
+            .map(|(kind, name)| format!("{kind} {name}"))
+            .collect();
+        Some(format!(
+            "Relations moved: {}; not moved: {}. What moved is recorded in batch {b}: SELECT * FROM storlab.undo_batch({b}, online => true) takes it back.",
+            done.join(", "),
+            if left.is_empty() {
+                "none".to_string()
+            } else {
+                left.join(", ")
+            },
+            b = self.batch
+        ))
+    }
+}
+
 /// A partitioned table or index of an online move: it has no storage, and
 /// `ALTER ... SET TABLESPACE` only records where new partitions go.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,6 +234,49 @@ mod tests {
         assert!(!idx.moves());
         assert!(!idx.repack_moves_indexes());
         assert_eq!(idx.reindexed().len(), 1);
+    }
+
+    #[test]
+    fn a_job_stopped_half_way_says_what_moved_and_what_did_not() {
+        let m = MoveOnline {
+            batch: 7,
+            tables: vec![table("b", &[("a", "c"), ("a", "c")]), {
+                let mut t = table("b", &[("a", "b")]);
+                t.name = "public.u".into();
+                t.indexes[0].name = "public.u_pkey".into();
+                t
+            }],
+            lock_timeout_ms: 2000,
+            repack_version: "1.5.3".into(),
+            label: None,
+            undoes_batch: None,
+            parents: vec![OnlineParent {
+                relation: 9,
+                name: "public.p".into(),
+                kind: "partitioned table".into(),
+                from: "a".into(),
+                to: "b".into(),
+            }],
+        };
+        assert_eq!(
+            m.planned(),
+            [
+                ("table", "public.t"),
+                ("index", "public.i0"),
+                ("index", "public.i1"),
+                ("table", "public.u"),
+                ("index", "public.u_pkey"),
+                ("partitioned table", "public.p"),
+            ]
+            .map(|(k, n)| (k.to_string(), n.to_string()))
+        );
+        assert_eq!(m.progress(&[]), None);
+        let moved = [("table".to_string(), "public.t".to_string(), "b".to_string())];
+        assert_eq!(
+            m.progress(&moved).unwrap(),
+            "Relations moved: table public.t to b; not moved: index public.i0, index public.i1, table public.u, index public.u_pkey, partitioned table public.p. \
+             What moved is recorded in batch 7: SELECT * FROM storlab.undo_batch(7, online => true) takes it back."
+        );
     }
 
     #[test]
