@@ -81,7 +81,7 @@ SELECT 9200 + row_number() OVER (), 9105, 9105, layout, 100, rep, false, 'tpcb-l
                ('base', 3, 98.0), ('ram', 3, 155.0)) v(layout, rep, tps);
 SQL
 
-echo "1..13"
+echo "1..14"
 
 # ---- readers assign no transaction id (on the primary) ----------------
 xmax() { primary -c "SELECT pg_snapshot_xmax(pg_current_snapshot())"; }
@@ -112,6 +112,12 @@ for q in "${READERS[@]}"; do
   [[ $got == t ]] || assigned+=("$q: $got")
 done
 is "${assigned[*]:-none}" none "each reader, in a transaction of its own, leaves it without a transaction id"
+
+# ---- an error names the SQL function that raised it --------------------
+# (the server log's LOCATION line with log_error_verbosity = verbose, and
+# psql's with VERBOSITY verbose: every one said error.rs:38 before)
+is "$(primary -v VERBOSITY=verbose -c "SELECT storlab.probe('no_such_tablespace')" 2>&1 | sed -n 's/^LOCATION:  \([^,]*\), \([^:]*\):[0-9]*.*/\1 \2/p')" \
+  "storlab.probe src/api/probe.rs" "an error's location names the SQL function that raised it, and the line"
 
 # ---- a probe in a READ ONLY transaction is refused at the call ----------
 # another session's probe holds lab_disk's device for 3 s; a read-only

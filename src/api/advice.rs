@@ -23,6 +23,7 @@ fn recommend() -> TableIterator<
         name!(evidence, JsonB),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.recommend");
     TableIterator::new(advice::recommend().into_iter().map(|a| {
         (
             a.topic,

@@ -29,6 +29,7 @@ fn scripts() -> TableIterator<
         name!(script, Option<String>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.scripts");
     TableIterator::new(pgbench::scripts::all().into_iter().map(|s| {
         let source = match s.source {
             pgbench::ScriptSource::Builtin => "pgbench builtin",
@@ -54,6 +55,7 @@ fn bench_init(
     index_tablespace: default!(Option<Name>, "NULL"),
     partitions: default!(Option<i32>, 0),
 ) -> i64 {
+    let _called = crate::ops::error::called("storlab.bench_init");
     crate::ops::standby::refuse_writes("start a bench_init job").or_raise();
     let request = BenchInit::new(
         required(scale, "scale"),
@@ -83,6 +85,7 @@ fn bench_start(
     label: default!(Option<String>, "NULL"),
     options: default!(Option<JsonB>, "'{}'"),
 ) -> i64 {
+    let _called = crate::ops::error::called("storlab.bench_start");
     crate::ops::standby::refuse_writes("start a benchmark job").or_raise();
     let mut request = BenchRun::new(
         required(script, "script"),
@@ -137,6 +140,7 @@ fn bench_start(
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> i64 {
+    let _called = crate::ops::error::called("storlab.move_indexes_online");
     crate::ops::standby::refuse_writes("move indexes online").or_raise();
     let relation = required(relation, "relation");
     let tablespace = required(tablespace, "tablespace");
@@ -226,6 +230,7 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn cancel(job_id: Option<i64>) -> bool {
+    let _called = crate::ops::error::called("storlab.cancel");
     crate::ops::standby::refuse_writes("cancel a job").or_raise();
     jobs::cancel(required(job_id, "job_id"))
 }
@@ -237,6 +242,7 @@ fn cancel(job_id: Option<i64>) -> bool {
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn stop_now(job_id: Option<i64>) -> bool {
+    let _called = crate::ops::error::called("storlab.stop_now");
     crate::ops::standby::refuse_writes("stop a job").or_raise();
     jobs::stop_now(required(job_id, "job_id"))
 }
@@ -256,5 +262,6 @@ fn job_status(
         name!(sqlstate, Option<String>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.job_status");
     TableIterator::new(jobs::status(required(job_id, "job_id")))
 }

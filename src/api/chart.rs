@@ -27,6 +27,7 @@ fn chart_svg(
     id: default!(Option<i64>, "NULL"),
     title: default!(Option<String>, "NULL"),
 ) -> String {
+    let _called = crate::ops::error::called("storlab.chart_svg");
     let kind = required(kind, "kind");
     let Some(&(kind, takes_id)) = KINDS.iter().find(|(k, _)| *k == kind) else {
         let known: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();

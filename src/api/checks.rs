@@ -40,6 +40,7 @@ fn check(
         name!(probe_ids, Vec<i64>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.check");
     // on a standby: its own storage, unstored (it probes only what it has
     // no young figures of, so a read-only transaction is refused only then)
     crate::ops::standby::notice_unstored();
@@ -69,6 +70,7 @@ fn baseline(
     duration: default!(Option<Interval>, "'2 seconds'"),
     repetitions: default!(Option<i32>, 5),
 ) -> i64 {
+    let _called = crate::ops::error::called("storlab.baseline");
     crate::ops::standby::refuse_writes("take a baseline").or_raise();
     let label = required(label, "label");
     let label = args::label(&label).or_raise();
@@ -85,6 +87,7 @@ fn baseline(
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn drop_baseline(label: Option<String>) -> i64 {
+    let _called = crate::ops::error::called("storlab.drop_baseline");
     crate::ops::standby::refuse_writes("drop a baseline").or_raise();
     checks::drop_baseline(&required(label, "label"))
 }
@@ -117,6 +120,7 @@ fn regressions(
         name!(description, String),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.regressions");
     crate::ops::standby::measuring();
     let label = required(baseline, "baseline");
     let max_change_pct =

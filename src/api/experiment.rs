@@ -31,6 +31,7 @@ fn experiment_start(
     fillfactors: default!(Option<Vec<Option<i32>>>, "'{100}'"),
     options: default!(Option<JsonB>, "'{}'"),
 ) -> i64 {
+    let _called = crate::ops::error::called("storlab.experiment_start");
     crate::ops::standby::refuse_writes("start an experiment").or_raise();
     let layouts = required(layouts, "layouts").0;
     let options = required(options, "options").0;
@@ -58,6 +59,7 @@ fn experiment_start(
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn experiment_resume(experiment_id: Option<i64>) -> i64 {
+    let _called = crate::ops::error::called("storlab.experiment_resume");
     crate::ops::standby::refuse_writes("resume an experiment").or_raise();
     experiment::resume(required(experiment_id, "experiment_id"))
 }
@@ -117,6 +119,7 @@ fn experiment_report(
         name!(seq_ci_high_pct, Option<f64>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.experiment_report");
     let id = required(experiment_id, "experiment_id");
     let (_, rows) = report::experiment_report(id);
     TableIterator::new(rows.into_iter().map(|r| {
@@ -183,6 +186,7 @@ fn experiment_io(
         name!(reuses, Option<f64>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.experiment_io");
     let id = required(experiment_id, "experiment_id");
     TableIterator::new(report::experiment_io(id).into_iter().map(|r| {
         let m = |i: usize| r.means[i];

@@ -16,6 +16,7 @@ use storlab_core::fleet::{check_name, check_readable, split_conninfo};
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
 fn node_id() -> Option<Uuid> {
+    let _called = crate::ops::error::called("storlab.node_id");
     server::node_id()
 }
 
@@ -32,6 +33,7 @@ fn node_info() -> TableIterator<
         name!(storlab_version, String),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.node_info");
     TableIterator::once((
         server::node_id(),
         server::system_identifier(),
@@ -45,6 +47,7 @@ fn node_info() -> TableIterator<
 #[pg_extern(immutable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
 fn fleet_check_name(name: &str) {
+    let _called = crate::ops::error::called("storlab.fleet_check_name");
     check_name(name).or_raise();
 }
 
@@ -52,6 +55,7 @@ fn fleet_check_name(name: &str) {
 #[pg_extern(immutable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
 fn fleet_check_version(remote: &str, collector: &str) {
+    let _called = crate::ops::error::called("storlab.fleet_check_version");
     check_readable(remote, collector).or_raise();
 }
 
@@ -70,6 +74,7 @@ fn fleet_conninfo_options(
         name!(value, String),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.fleet_conninfo_options");
     let split = split_conninfo(conninfo).or_raise();
     let server = split
         .server
@@ -86,6 +91,7 @@ fn fleet_conninfo_options(
 #[pg_extern(immutable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
 fn fleet_conninfo_shown(conninfo: &str) -> String {
+    let _called = crate::ops::error::called("storlab.fleet_conninfo_shown");
     split_conninfo(conninfo).or_raise().shown()
 }
 
@@ -129,6 +135,7 @@ fn compare_fleet(
         name!(probed_at, Option<pgrx::datum::TimestampWithTimeZone>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.compare_fleet");
     let servers = servers.map(|s| {
         s.into_iter()
             .map(|n| n.unwrap_or_else(|| raise(invalid("servers must not contain NULL"))))
@@ -194,6 +201,7 @@ fn compare_servers(
         name!(verdict, String),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.compare_servers");
     let (a, b) = (required(a, "a"), required(b, "b"));
     let workloads = workloads.map(|w| {
         w.into_iter()

@@ -155,6 +155,7 @@ fn probe_latency(
         name!(samples, i64),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.probe_latency");
     let ids = required_elements(probe_ids, "probe_ids");
     let percentiles = required_elements(percentiles, "percentiles");
     // stored probes, and on a standby this session's unstored ones ($2)
@@ -189,6 +190,7 @@ fn run_latency(
         name!(samples, i64),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.run_latency");
     let ids = required_elements(run_ids, "run_ids");
     let percentiles = required_elements(percentiles, "percentiles");
     let blobs = histograms(

@@ -31,6 +31,7 @@ fn probe(
     engine: default!(Option<String>, "NULL"),
     precision_pct: default!(Option<f32>, "NULL"),
 ) -> pgrx::composite_type!('static, "probes") {
+    let _called = crate::ops::error::called("storlab.probe");
     crate::ops::standby::measuring();
     let tablespace = required(tablespace, "tablespace");
     let workload = required(workload, "workload");

@@ -20,6 +20,7 @@ fn prune_cutoff(
     older_than: Option<Interval>,
     dry_run: default!(Option<bool>, false),
 ) -> TimestampWithTimeZone {
+    let _called = crate::ops::error::called("storlab.prune_cutoff");
     let shown = older_than
         .as_ref()
         .map(|i| i.to_string())

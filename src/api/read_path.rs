@@ -25,6 +25,7 @@ fn probe_read_path(
     repetitions: default!(Option<i32>, 3),
     label: default!(Option<String>, "NULL"),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
+    let _called = crate::ops::error::called("storlab.probe_read_path");
     crate::ops::standby::refuse_writes("run the read-path probe (it writes a scratch table)")
         .or_raise();
     // before anything else: on 15 and 17 every call is refused alike

@@ -35,6 +35,7 @@ fn move_relation_or_online(
     dry_run: default!(Option<bool>, false),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let _called = crate::ops::error::called("storlab.move");
     crate::ops::standby::refuse_writes("move a relation").or_raise();
     let relation = required(relation, "relation");
     let tablespace = required(tablespace, "tablespace");
@@ -62,6 +63,7 @@ fn apply_layout_or_online(
     dry_run: default!(Option<bool>, false),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let _called = crate::ops::error::called("storlab.apply_layout");
     crate::ops::standby::refuse_writes("apply a layout").or_raise();
     let schema = required(schema_name, "schema_name");
     let timeout = timeout_of(lock_timeout);
@@ -87,6 +89,7 @@ fn restore_layout_or_online(
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let _called = crate::ops::error::called("storlab.restore_layout");
     crate::ops::standby::refuse_writes("restore a layout").or_raise();
     let at = required(at, "at");
     let timeout = timeout_of(lock_timeout);
@@ -106,6 +109,7 @@ fn undo_batch_or_online(
     lock_timeout: default!(Option<Interval>, "'5 seconds'"),
     online: default!(Option<bool>, false),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let _called = crate::ops::error::called("storlab.undo_batch");
     crate::ops::standby::refuse_writes("undo a batch of moves").or_raise();
     let batch = required(batch_id, "batch_id");
     let timeout = timeout_of(lock_timeout);
@@ -130,6 +134,7 @@ fn move_relation(
     lock_timeout: Option<Interval>,
     dry_run: Option<bool>,
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let _called = crate::ops::error::called("storlab.move");
     move_relation_or_online(
         relation,
         tablespace,
@@ -148,6 +153,7 @@ fn apply_layout(
     lock_timeout: Option<Interval>,
     dry_run: Option<bool>,
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let _called = crate::ops::error::called("storlab.apply_layout");
     apply_layout_or_online(
         tables_tablespace,
         indexes_tablespace,
@@ -163,6 +169,7 @@ fn restore_layout(
     at: Option<TimestampWithTimeZone>,
     lock_timeout: Option<Interval>,
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let _called = crate::ops::error::called("storlab.restore_layout");
     restore_layout_or_online(at, lock_timeout, Some(false))
 }
 
@@ -171,6 +178,7 @@ fn undo_batch(
     batch_id: Option<i64>,
     lock_timeout: Option<Interval>,
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "relocations")> {
+    let _called = crate::ops::error::called("storlab.undo_batch");
     undo_batch_or_online(batch_id, lock_timeout, Some(false))
 }
 
@@ -192,5 +200,6 @@ fn layout(
         name!(allocated_bytes, Option<i64>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.layout");
     TableIterator::new(relocate::layout(schema_name))
 }

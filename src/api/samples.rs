@@ -51,6 +51,7 @@ fn compare_samples(
         name!(significant, Option<bool>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.compare_samples");
     let (a, b) = (values(a, "a"), values(b, "b"));
     let c = compare(&a, &b)
         .ok_or_else(|| invalid("a and b must each hold at least one value"))

@@ -13,5 +13,6 @@ use crate::ops::standby;
 #[pg_extern(stable, parallel_safe)]
 #[search_path(pg_catalog, pg_temp)]
 fn check_writable(what: Option<String>) {
+    let _called = crate::ops::error::called("storlab.check_writable");
     standby::refuse_writes(&required(what, "what")).or_raise();
 }

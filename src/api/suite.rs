@@ -47,6 +47,7 @@ fn fsync_cost(
         name!(lat_p99_us, Option<f64>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.fsync_cost");
     crate::ops::standby::measuring();
     let target = resolve(required(tablespace, "tablespace").as_str()).or_raise();
     let duration = duration_of(duration);
@@ -79,6 +80,7 @@ fn profile(
     iodepths: default!(Option<Vec<Option<i32>>>, "'{1}'"),
     precision_pct: default!(Option<f32>, 5),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
+    let _called = crate::ops::error::called("storlab.profile");
     crate::ops::standby::measuring();
     let run = SuiteRun {
         duration: duration_of(duration),
@@ -131,6 +133,7 @@ fn compare_tablespaces(
         name!(probed_at, Option<TimestampWithTimeZone>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.compare_tablespaces");
     // on a standby: its own storage, unstored (it probes only what it has
     // no young figures of, so a read-only transaction is refused only then)
     crate::ops::standby::notice_unstored();

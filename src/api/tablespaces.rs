@@ -198,6 +198,7 @@ fn tablespaces() -> TableIterator<
         name!(io_combine_limit, Option<String>),
     ),
 > {
+    let _called = crate::ops::error::called("storlab.tablespaces");
     let memory_limit = env::cgroup::memory_limit().map(bytes);
     let io = Io::read();
     TableIterator::new(

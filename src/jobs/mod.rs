@@ -42,6 +42,8 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
         return;
     };
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    // the errors of its work name the job's worker, not a SQL function
+    let _called = crate::ops::error::called("storlab job worker");
     // "database role creator": oids, and the creating transaction's xid8
     let extra = BackgroundWorker::get_extra();
     let mut ids = extra.split(' ').filter_map(|s| s.parse::<u64>().ok());

@@ -321,9 +321,8 @@ fn record(
             index.name
         )
     };
-    let (index_table, index_definition) = as_caller(|| {
-        Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(oid as u32)))
-    });
+    let (index_table, index_definition) =
+        as_caller(|| Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(oid as u32))));
     let record = Relocation {
         batch_id: Some(plan.batch),
         relation: oid as u32,

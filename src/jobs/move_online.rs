@@ -569,22 +569,34 @@ pub(super) fn tidy_after_end(job: &Job, dir: &Path) {
         pending.retain(|(relation, name)| {
             let oid = pg_sys::Oid::from(*relation);
             if leftovers(oid).is_empty() {
-                say(name, format!("pg_repack's objects are gone at {}", chrono_now()));
+                say(
+                    name,
+                    format!("pg_repack's objects are gone at {}", chrono_now()),
+                );
                 return false;
             }
             if let Some(other) = other_online_move(job, *relation) {
-                say(name, format!("left to {other}, which removes them before it moves the table"));
+                say(
+                    name,
+                    format!("left to {other}, which removes them before it moves the table"),
+                );
                 return false;
             }
             if let Some(pid) = repack_running(oid) {
-                say(name, format!("left alone: a pg_repack runs on the table (backend pid {pid})"));
+                say(
+                    name,
+                    format!("left alone: a pg_repack runs on the table (backend pid {pid})"),
+                );
                 return false;
             }
             if holders.get(relation).is_some_and(|h| still_open(h)) {
                 return true;
             }
             if drop_attempt(&conn, dir, oid) && leftovers(oid).is_empty() {
-                say(name, format!("pg_repack's objects removed at {}", chrono_now()));
+                say(
+                    name,
+                    format!("pg_repack's objects removed at {}", chrono_now()),
+                );
                 return false;
             }
             holders.insert(*relation, holding_transactions(oid));
@@ -868,7 +880,9 @@ fn repack_table(
     }
     let stopped = match outcome? {
         // stopped by the job itself, not cancelled: the refusal below says why
-        Outcome::Stopped(why) if why == GAVE_UP || why == QUEUED_TOO_LONG || why == BEHIND_REPACK => {
+        Outcome::Stopped(why)
+            if why == GAVE_UP || why == QUEUED_TOO_LONG || why == BEHIND_REPACK =>
+        {
             cancel_sessions(&job.role, &since);
             None
         }
@@ -1168,9 +1182,8 @@ fn record_table(
             if *was == t.to {
                 continue;
             }
-            let (index_table, index_definition) = as_caller(|| {
-                Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(*oid)))
-            });
+            let (index_table, index_definition) =
+                as_caller(|| Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(*oid))));
             write(&Relocation {
                 relation: *oid,
                 relation_name: name.clone(),
@@ -1303,9 +1316,8 @@ fn reindex(
         )
     })
     .unwrap_or(index.relation as i64);
-    let (index_table, index_definition) = as_caller(|| {
-        Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(new_oid as u32)))
-    });
+    let (index_table, index_definition) =
+        as_caller(|| Ok::<_, pgrx::spi::Error>(index_identity(pg_sys::Oid::from(new_oid as u32))));
     write(&Relocation {
         relation: new_oid as u32,
         relation_name: index.name.clone(),
@@ -1453,7 +1465,8 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
             ));
             continue;
         }
-        let left = drop_leftovers(&conn,
+        let left = drop_leftovers(
+            &conn,
             dir,
             oid,
             Duration::from_millis(m.lock_timeout_ms).max(Duration::from_secs(2)),

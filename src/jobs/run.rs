@@ -800,10 +800,16 @@ pub(super) fn psql_commands_watched(
 ) -> Result<String, JobEnd> {
     let args = psql_args(conn, commands, &[]);
     let psql = pgbench_path().with_file_name("psql");
-    run_program_with(&psql, &args, dir, Duration::from_secs(24 * 3600), &mut || {
-        watch();
-        stop_requested(job.id)
-    })
+    run_program_with(
+        &psql,
+        &args,
+        dir,
+        Duration::from_secs(24 * 3600),
+        &mut || {
+            watch();
+            stop_requested(job.id)
+        },
+    )
     .map(|o| o.stdout)
 }
 

@@ -34,9 +34,35 @@ fn pg_code(state: SqlState) -> PgSqlErrorCode {
     }
 }
 
-/// Raises `e` as an ERROR with its SQLSTATE, detail and hint.
+thread_local! {
+    /// The SQL function this backend is running, as its errors name it.
+    static CALLED: std::cell::Cell<&'static str> = const { std::cell::Cell::new("storlab") };
+}
+
+/// While it lives, storlab's errors say they were raised by the SQL
+/// function `name` (`storlab.probe`): the server log's LOCATION line, with
+/// log_error_verbosity = verbose, and psql's with VERBOSITY verbose, then
+/// read "storlab.probe, src/api/probe.rs:57" instead of the one line of
+/// this file every error passed through. Each SQL function takes one first.
+#[must_use = "the name holds only while the guard lives"]
+pub struct Called(&'static str);
+
+/// Names the SQL function being run (see [`Called`]).
+pub fn called(name: &'static str) -> Called {
+    Called(CALLED.with(|c| c.replace(name)))
+}
+
+impl Drop for Called {
+    fn drop(&mut self) {
+        CALLED.with(|c| c.set(self.0));
+    }
+}
+
+/// Raises `e` as an ERROR with its SQLSTATE, detail and hint, located at
+/// the SQL function being run and the Rust line that raised it.
+#[track_caller]
 pub fn raise(e: Error) -> ! {
-    let mut report = ErrorReport::new(pg_code(e.state), e.message, "storlab");
+    let mut report = ErrorReport::new(pg_code(e.state), e.message, CALLED.with(|c| c.get()));
     if let Some(detail) = e.detail {
         report = report.set_detail(detail);
     }
@@ -53,8 +79,12 @@ pub trait OrRaise<T> {
 }
 
 impl<T> OrRaise<T> for Result<T> {
+    #[track_caller]
     fn or_raise(self) -> T {
-        self.unwrap_or_else(|e| raise(e))
+        match self {
+            Ok(v) => v,
+            Err(e) => raise(e),
+        }
     }
 }
 
@@ -66,13 +96,15 @@ pub fn spi(what: &str) -> impl FnOnce(pgrx::spi::Error) -> Error + '_ {
 }
 
 /// A SQL argument that must not be NULL (22004).
+#[track_caller]
 pub fn required<T>(value: Option<T>, what: &str) -> T {
-    value.unwrap_or_else(|| {
-        raise(Error::new(
+    match value {
+        Some(v) => v,
+        None => raise(Error::new(
             SqlState::NullValueNotAllowed,
             format!("{what} must not be NULL"),
-        ))
-    })
+        )),
+    }
 }
 
 /// A SQL array argument that must not be NULL (22004) nor hold a NULL
@@ -87,11 +119,13 @@ pub fn required_elements<T>(value: Option<Vec<Option<T>>>, what: &str) -> Vec<T>
 /// `error.raise()`: the error type lives in the pure core, which knows
 /// nothing of ereport, so raising it is a trait of this crate.
 pub trait Raise {
+    #[track_caller]
     fn raise(self) -> !;
 }
 
 impl Raise for Error {
     /// Raises this error (see [`raise`]).
+    #[track_caller]
     fn raise(self) -> ! {
         raise(self)
     }

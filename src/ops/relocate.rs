@@ -1159,7 +1159,12 @@ fn history_rows(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> V
             if (w.kind == "index" || w.kind == "partitioned index")
                 && same_relation(oid, &w.name, &w.kind).is_err()
             {
-                match rebuilt_by_hand(&w.name, &w.kind, row.index_table, row.index_definition.as_deref()) {
+                match rebuilt_by_hand(
+                    &w.name,
+                    &w.kind,
+                    row.index_table,
+                    row.index_definition.as_deref(),
+                ) {
                     Rebuilt::Same(now) => w.oid = now,
                     Rebuilt::Unsure(now) => {
                         w.oid = now;
@@ -1277,7 +1282,11 @@ fn raw_history(query: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Ve
                     tablespace: r.get(4)?.expect("tablespace"),
                     index_table: r.get(5)?,
                     index_definition: r.get(6)?,
-                    shown: if shown { r.get(7)?.unwrap_or_else(|| name.clone()) } else { name.clone() },
+                    shown: if shown {
+                        r.get(7)?.unwrap_or_else(|| name.clone())
+                    } else {
+                        name.clone()
+                    },
                     name,
                 })
             })
@@ -1308,7 +1317,9 @@ fn restore(
         if w.unsure {
             // already where it would go back: nothing to tell apart
             if tablespace_now(oid).as_deref() == Some(from.as_str()) {
-                notice!("storlab: index {name} is in {from} already, where it was; nothing to restore");
+                notice!(
+                    "storlab: index {name} is in {from} already, where it was; nothing to restore"
+                );
             } else {
                 unsure.push(format!("{kind} {name}"));
             }

@@ -69,7 +69,11 @@ impl MoveOnline {
                     .map(|i| ("index".to_string(), i.name.clone())),
             );
         }
-        out.extend(self.parents.iter().map(|p| (p.kind.clone(), p.name.clone())));
+        out.extend(
+            self.parents
+                .iter()
+                .map(|p| (p.kind.clone(), p.name.clone())),
+        );
         out
     }
 
