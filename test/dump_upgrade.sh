@@ -236,8 +236,8 @@ update_from() {
   fi
   config="SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'"
   is "$(sql storlab_upgrade -c "$config")" "$(sql storlab_fresh -c "$config")" "and the same tables and sequences are registered for pg_dump"
-  is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 24 \
-    "twenty-four of them: eighteen tables (eight of them the fleet's), six sequences"
+  is "$(sql storlab_fresh -c "SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'storlab'")" 25 \
+    "twenty-five of them: eighteen tables (eight of them the fleet's), seven sequences (one the fleet's)"
   sql postgres -c "DROP DATABASE storlab_upgrade" -c "DROP DATABASE storlab_fresh"
 }
 

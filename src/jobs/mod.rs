@@ -302,7 +302,6 @@ struct Row {
 /// to ask, it waits a minute for the row.
 fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
     let start = Instant::now();
-    let mut committed_at: Option<Instant> = None;
     loop {
         // the creator's status first, then the row, in a transaction of
         // its own: a creator seen as committed has its row visible to the
@@ -331,17 +330,11 @@ fn wait_for_job(job_id: i64, creator: Option<u64>) -> Option<Row> {
             // a job started again (experiment_resume) has its row visible
             // all along, as it was before: wait for the UPDATE to commit
             Some("in progress") => {}
-            Some("committed") if row.is_some() => return row,
-            // committed and visible, and no row: the row was written in a
-            // savepoint that rolled back. Read again for a moment all the
-            // same (a margin for the window between the commit log and the
-            // proc array, which the visibility test above already covers)
-            Some("committed") => {
-                let since = *committed_at.get_or_insert_with(Instant::now);
-                if since.elapsed() > Duration::from_secs(2) {
-                    return None;
-                }
-            }
+            // committed, and visible to the snapshot the row was read in:
+            // no row then was written in a savepoint that rolled back, and
+            // the worker goes at once (a call that starts jobs in
+            // subtransactions it rolls back must not hold worker slots)
+            Some("committed") => return row,
             Some("aborted") => return None,
             // no creator to ask (or too old to tell): the row decides
             _ if row.is_some() => return row,
