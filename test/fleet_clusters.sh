@@ -400,8 +400,8 @@ if as_owner "$PG_BIN/pg_basebackup" -h "$SOCK" -p "$PORT_ONE" -U postgres -D "$W
     "0 0 0 $before_copies 1" "fleet_sync copies nothing of a standby (its tables are one's, copied from one) and says so"
   collector -c "CREATE EXTENSION IF NOT EXISTS dblink" >/dev/null
   is "$(collector -c "SELECT count(*) || ' ' || bool_and(node_id = '$NODE_STANDBY') || ' ' || bool_and(server = 'standby') || ' ' || bool_and(ops > 0)
-                        || ' ' || count(DISTINCT workload) FROM storlab.fleet_measure('standby', '{pg_default}', '100 ms')")" "6 true true true 5" \
-    "fleet_measure runs the standard suite on the standby's pg_default through dblink: six probes, kept under the standby's own node"
+                        || ' ' || count(DISTINCT workload) || ' ' || (max(id) - min(id)) FROM storlab.fleet_measure('standby', '{pg_default}', '100 ms')")" "6 true true true 5 5" \
+    "fleet_measure runs the standard suite on the standby's pg_default through dblink: six probes, kept under the standby's own node, numbered one after another"
   is "$(collector -c "SELECT count(*) FILTER (WHERE server = 'standby' AND randread_iops > 0) FROM storlab.compare_fleet()") $(on "$PORT_STANDBY" -c "SELECT count(*) FROM storlab.probes WHERE node_id = '$NODE_STANDBY'")" \
     "1 0" "compare_fleet shows the standby's pg_default beside the others; the standby stored nothing"
   is "$(collector -c "CREATE FUNCTION pg_temp.state(q text) RETURNS text LANGUAGE plpgsql AS \$\$ BEGIN EXECUTE q; RETURN 'no error'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE; END \$\$" \

@@ -203,8 +203,8 @@ is "$(standby -c "SELECT storlab.node_id() IS NOT NULL AND storlab.node_id() <> 
                     AND storlab.node_id() = (SELECT node_id FROM storlab.node)")|$(standby -c "SELECT storlab.node_id()")" \
   "t|$(standby -c "SELECT storlab.node_id()")" \
   "on a standby node_id() names a node of its own place, not its primary's, the same in every session"
-is "$(standby -c "CALL storlab.prune('1 second', dry_run => true)" 2>&1 | tr '\n' ' ' | grep -c ERROR)" 0 \
-  "CALL prune(dry_run => true) counts on a standby"
+is "$(standby -c "CALL storlab.prune('1 second', dry_run => true)" 2>&1 | tr '\n' ' ' | grep -c ERROR)|$(standby -c "SELECT probes >= 0 FROM storlab.fleet_prune('1 second', dry_run => true)" 2>&1)" "0|t" \
+  "CALL prune(dry_run => true) and fleet_prune(dry_run => true) count on a standby"
 
 # ---- measuring the standby's own storage -------------------------------
 regressions_rows=$(primary -c "SELECT count(*) FROM storlab.regressions('fixture', duration => '0.1 s', repetitions => 2)" 2>/dev/null)

@@ -914,6 +914,12 @@ CREATE FUNCTION storlab.fleet_prune(older_than interval, dry_run boolean DEFAULT
   LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   cut timestamptz;
+  x_nodes uuid[];
+  x_ids bigint[];
+  run_nodes uuid[];
+  run_ids bigint[];
+  probe_nodes uuid[];
+  probe_ids bigint[];
 BEGIN
   IF fleet_prune.dry_run IS NULL THEN
     RAISE EXCEPTION 'dry_run must not be NULL' USING ERRCODE = '22004';
@@ -925,36 +931,40 @@ BEGIN
   -- (the checks of storlab.prune; this one commits nothing, so it may run
   -- in a transaction block)
   cut := storlab.prune_cutoff(older_than, true);
+  -- What goes is chosen first, and deleted only when not a dry run: a
+  -- statement that deletes is refused in a read-only transaction (and on a
+  -- standby) even when it deletes nothing.
   -- experiments (whole) and single runs: finished or gone, and older
-  WITH x AS (
-    SELECT e.node_id, e.id FROM storlab.fleet_experiments e
-     WHERE (e.finished_at IS NOT NULL OR e.gone_at IS NOT NULL)
-       AND coalesce(e.finished_at, e.started_at, e.created_at, e.synced_at) < cut
-       AND (e.wal_needed IS NULL OR e.gone_at IS NOT NULL)),
-  runs AS (
-    SELECT r.node_id, r.id FROM storlab.fleet_bench_runs r
-     WHERE EXISTS (SELECT FROM x WHERE x.node_id = r.node_id AND x.id = r.experiment_id)
-        OR (NOT EXISTS (SELECT FROM storlab.fleet_experiments e WHERE e.node_id = r.node_id AND e.id = r.experiment_id)
-            AND (r.finished_at IS NOT NULL OR r.gone_at IS NOT NULL)
-            AND coalesce(r.finished_at, r.started_at, r.synced_at) < cut)),
-  deleted_runs AS (
-    DELETE FROM storlab.fleet_bench_runs r USING runs WHERE NOT dry_run AND r.node_id = runs.node_id AND r.id = runs.id
-    RETURNING 1),
-  deleted_experiments AS (
-    DELETE FROM storlab.fleet_experiments e USING x WHERE NOT dry_run AND e.node_id = x.node_id AND e.id = x.id
-    RETURNING 1)
-  SELECT CASE WHEN dry_run THEN (SELECT count(*) FROM runs) ELSE (SELECT count(*) FROM deleted_runs) END,
-         CASE WHEN dry_run THEN (SELECT count(*) FROM x) ELSE (SELECT count(*) FROM deleted_experiments) END
-    INTO bench_runs, experiments;
+  SELECT coalesce(pg_catalog.array_agg(e.node_id), '{}'), coalesce(pg_catalog.array_agg(e.id), '{}')
+    INTO x_nodes, x_ids
+    FROM storlab.fleet_experiments e
+   WHERE (e.finished_at IS NOT NULL OR e.gone_at IS NOT NULL)
+     AND coalesce(e.finished_at, e.started_at, e.created_at, e.synced_at) < cut
+     AND (e.wal_needed IS NULL OR e.gone_at IS NOT NULL);
+  SELECT coalesce(pg_catalog.array_agg(r.node_id), '{}'), coalesce(pg_catalog.array_agg(r.id), '{}')
+    INTO run_nodes, run_ids
+    FROM storlab.fleet_bench_runs r
+   WHERE EXISTS (SELECT FROM pg_catalog.unnest(x_nodes, x_ids) x(node_id, id) WHERE x.node_id = r.node_id AND x.id = r.experiment_id)
+      OR (NOT EXISTS (SELECT FROM storlab.fleet_experiments e WHERE e.node_id = r.node_id AND e.id = r.experiment_id)
+          AND (r.finished_at IS NOT NULL OR r.gone_at IS NOT NULL)
+          AND coalesce(r.finished_at, r.started_at, r.synced_at) < cut);
   -- probes no copied baseline uses
-  WITH p AS (
-    SELECT p.node_id, p.id FROM storlab.fleet_probes p
-     WHERE p.started_at < cut
-       AND NOT EXISTS (SELECT FROM storlab.fleet_baseline_probes b WHERE b.node_id = p.node_id AND b.probe_id = p.id)),
-  deleted AS (
-    DELETE FROM storlab.fleet_probes d USING p WHERE NOT dry_run AND d.node_id = p.node_id AND d.id = p.id
-    RETURNING 1)
-  SELECT CASE WHEN dry_run THEN (SELECT count(*) FROM p) ELSE (SELECT count(*) FROM deleted) END INTO probes;
+  SELECT coalesce(pg_catalog.array_agg(p.node_id), '{}'), coalesce(pg_catalog.array_agg(p.id), '{}')
+    INTO probe_nodes, probe_ids
+    FROM storlab.fleet_probes p
+   WHERE p.started_at < cut
+     AND NOT EXISTS (SELECT FROM storlab.fleet_baseline_probes b WHERE b.node_id = p.node_id AND b.probe_id = p.id);
+  bench_runs := pg_catalog.cardinality(run_ids);
+  experiments := pg_catalog.cardinality(x_ids);
+  probes := pg_catalog.cardinality(probe_ids);
+  IF NOT dry_run THEN
+    DELETE FROM storlab.fleet_bench_runs r USING pg_catalog.unnest(run_nodes, run_ids) k(node_id, id)
+     WHERE r.node_id = k.node_id AND r.id = k.id;
+    DELETE FROM storlab.fleet_experiments e USING pg_catalog.unnest(x_nodes, x_ids) k(node_id, id)
+     WHERE e.node_id = k.node_id AND e.id = k.id;
+    DELETE FROM storlab.fleet_probes d USING pg_catalog.unnest(probe_nodes, probe_ids) k(node_id, id)
+     WHERE d.node_id = k.node_id AND d.id = k.id;
+  END IF;
 END $$;
 REVOKE ALL ON FUNCTION storlab.fleet_prune(interval, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION storlab.fleet_prune(interval, boolean) IS 'Deletes this collector''s copies older than older_than (superusers and storlab''s owner): probes no copied baseline uses, finished runs and experiments (whole); counts them with dry_run';
@@ -1020,14 +1030,16 @@ BEGIN
     remote := pg_catalog.format('SELECT pg_catalog.row_to_json(p)::pg_catalog.text FROM storlab.profile(%L::pg_catalog.name, %L::pg_catalog.interval) p',
                                 ts, fleet_measure.duration);
     -- the foreign server's connection (its options, storlab's owner's user
-    -- mapping), the probes' rows as json, each numbered here
+    -- mapping), the probes' rows as json, each numbered here (once a row:
+    -- the row's expansion in the outer query would call nextval per column)
     RETURN QUERY EXECUTE pg_catalog.format(
       'INSERT INTO storlab.fleet_probes
-       SELECT (pg_catalog.jsonb_populate_record(NULL::storlab.fleet_probes,
-                 r.j::pg_catalog.jsonb OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(
-                   ''id'', pg_catalog.nextval(''storlab.fleet_measured_ids''), ''node_id'', $1, ''server'', $2,
-                   ''synced_at'', pg_catalog.clock_timestamp()))).*
-         FROM %I.dblink(%L, %L) AS r(j pg_catalog.text)
+       SELECT p.*
+         FROM (SELECT d.j, pg_catalog.nextval(''storlab.fleet_measured_ids'') AS id
+                 FROM %I.dblink(%L, %L) AS d(j pg_catalog.text)) r,
+              LATERAL pg_catalog.jsonb_populate_record(NULL::storlab.fleet_probes,
+                r.j::pg_catalog.jsonb OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object(
+                  ''id'', r.id, ''node_id'', $1, ''server'', $2, ''synced_at'', pg_catalog.clock_timestamp())) p
        RETURNING *', link, sch, remote)
       USING node, fleet_measure.name;
   END LOOP;

@@ -129,6 +129,32 @@ pub(super) fn start(
 /// swap would throw away, and its history would say otherwise.
 pub fn refuse_moving_online(tables: &[(pg_sys::Oid, String)]) {
     for (table, what) in tables {
+        // Another session's uncommitted call that starts an online move of
+        // the table holds its claim (`claim`): this call's move would come
+        // before that job's in time and after it in the history, and an
+        // undo would take the wrong one back. The claim is taken shared
+        // here, to this transaction's end, so an online move cannot start
+        // meanwhile either (a transaction's own claim does not conflict).
+        let free = Spi::get_one_with_args::<bool>(
+            "SELECT pg_catalog.pg_try_advisory_xact_lock_shared(pg_catalog.hashtextextended(
+                      'storlab: online move of ' || $1::oid::text || ' in ' || pg_catalog.current_database(), 0))",
+            &[(*table).into()],
+        )
+        .map_err(spi("checking for an online move being started"))
+        .or_raise();
+        if free != Some(true) {
+            Error::new(
+                SqlState::ObjectInUse,
+                format!(
+                    "{what} is being moved online by another session, whose transaction has not committed yet"
+                ),
+            )
+            .with_detail(
+                "pg_repack's swap would throw away whatever moved meanwhile, and the history would put the moves in the wrong order. Nothing was moved.",
+            )
+            .with_hint("Try again once that transaction ends.")
+            .raise();
+        }
         let other = as_owner(|| {
             Spi::get_one_with_args::<String>(
                 "SELECT (SELECT pg_catalog.format('storlab job %s (%s, role %s)', j.id, j.status, j.role)
