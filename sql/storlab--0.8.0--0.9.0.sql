@@ -1225,7 +1225,7 @@ BEGIN
   SELECT coalesce(pg_catalog.array_agg(r.node_id), '{}'), coalesce(pg_catalog.array_agg(r.id), '{}')
     INTO run_nodes, run_ids
     FROM storlab.fleet_bench_runs r
-   WHERE EXISTS (SELECT FROM pg_catalog.unnest(x_nodes, x_ids) x(node_id, id) WHERE x.node_id = r.node_id AND x.id = r.experiment_id)
+   WHERE EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest(x_nodes), pg_catalog.unnest(x_ids)) x(node_id, id) WHERE x.node_id = r.node_id AND x.id = r.experiment_id)
       OR (NOT EXISTS (SELECT FROM storlab.fleet_experiments e WHERE e.node_id = r.node_id AND e.id = r.experiment_id)
           AND (r.finished_at IS NOT NULL OR r.gone_at IS NOT NULL)
           AND coalesce(r.finished_at, r.started_at, r.synced_at) < cut);
@@ -1239,11 +1239,11 @@ BEGIN
   experiments := pg_catalog.cardinality(x_ids);
   probes := pg_catalog.cardinality(probe_ids);
   IF NOT dry_run THEN
-    DELETE FROM storlab.fleet_bench_runs r USING pg_catalog.unnest(run_nodes, run_ids) k(node_id, id)
+    DELETE FROM storlab.fleet_bench_runs r USING ROWS FROM (pg_catalog.unnest(run_nodes), pg_catalog.unnest(run_ids)) k(node_id, id)
      WHERE r.node_id = k.node_id AND r.id = k.id;
-    DELETE FROM storlab.fleet_experiments e USING pg_catalog.unnest(x_nodes, x_ids) k(node_id, id)
+    DELETE FROM storlab.fleet_experiments e USING ROWS FROM (pg_catalog.unnest(x_nodes), pg_catalog.unnest(x_ids)) k(node_id, id)
      WHERE e.node_id = k.node_id AND e.id = k.id;
-    DELETE FROM storlab.fleet_probes d USING pg_catalog.unnest(probe_nodes, probe_ids) k(node_id, id)
+    DELETE FROM storlab.fleet_probes d USING ROWS FROM (pg_catalog.unnest(probe_nodes), pg_catalog.unnest(probe_ids)) k(node_id, id)
      WHERE d.node_id = k.node_id AND d.id = k.id;
   END IF;
 END $$;

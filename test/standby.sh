@@ -117,7 +117,7 @@ is "${assigned[*]:-none}" none "each reader, in a transaction of its own, leaves
 # (the server log's LOCATION line with log_error_verbosity = verbose, and
 # psql's with VERBOSITY verbose: every one said error.rs:38 before)
 is "$(primary -v VERBOSITY=verbose -c "SELECT storlab.probe('no_such_tablespace')" 2>&1 | sed -n 's/^LOCATION:  \([^,]*\), \([^:]*\):[0-9]*.*/\1 \2/p')" \
-  "storlab.probe src/api/probe.rs" "an error's location names the SQL function that raised it, and the line"
+  "storlab.probe probe.rs" "an error's location names the SQL function that raised it, and the line"
 
 # ---- a probe in a READ ONLY transaction is refused at the call ----------
 # another session's probe holds lab_disk's device for 3 s; a read-only
