@@ -92,11 +92,7 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
                     (e, true) => e,
                     (JobEnd::Stopped(why), false) => JobEnd::Stopped(format!(
                         "{why}; the rebuild's session was cancelled, {}, but {} could not be dropped yet: a lock on the table is held by {}; DROP INDEX CONCURRENTLY it once that ends, or move this table's indexes again, which drops it first",
-                        match dropped {
-                            0 => "no invalid copy dropped".to_string(),
-                            1 => "1 invalid copy dropped".to_string(),
-                            n => format!("{n} invalid copies dropped"),
-                        },
+                        copies_dropped(dropped),
                         left.join(", "),
                         as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(pg_sys::Oid::from(relation as u32))))
                             .unwrap_or_else(|| "another transaction".into())
@@ -383,4 +379,25 @@ pub(super) fn drop_invalid_leftovers(
             })
             .count()
     })
+}
+
+/// How many invalid copies a stopped rebuild's cleanup dropped, in words.
+fn copies_dropped(n: usize) -> String {
+    match n {
+        0 => "no invalid copy dropped".to_string(),
+        1 => "1 invalid copy dropped".to_string(),
+        n => format!("{n} invalid copies dropped"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copies_dropped;
+
+    #[test]
+    fn dropped_copies_counted_in_words() {
+        assert_eq!(copies_dropped(0), "no invalid copy dropped");
+        assert_eq!(copies_dropped(1), "1 invalid copy dropped");
+        assert_eq!(copies_dropped(3), "3 invalid copies dropped");
+    }
 }

@@ -1541,3 +1541,17 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
         }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Waits;
+
+    /// The sum of no wait is +0: a note printed it as "queued -0.000 s"
+    /// (the f64 sum of an empty iterator is -0.0).
+    #[test]
+    fn no_wait_is_zero_not_minus_zero() {
+        let w = Waits::default();
+        assert!(w.own_total().is_sign_positive());
+        assert_eq!(format!("{:.3}", w.own_total()), "0.000");
+    }
+}
