@@ -59,24 +59,55 @@ SELECT count(*) AS stored_fsync_probes FROM storlab.probes WHERE label LIKE 'fsy
 SELECT workload, block_size, workers, sync_method, ops > 0 AS measured, label
   FROM storlab.profile('lab_ram', '100 ms', '{1,2}') ORDER BY id;
 
--- storlab.compare_tablespaces(max_age, duration): every tablespace and
--- pg_wal side by side. Missing figures are probed first (a NOTICE names them;
--- hidden here because the lab's tablespaces differ with and without root).
+-- storlab.compare_tablespaces(max_age, duration, precision_pct,
+-- min_repetitions, max_repetitions, measure): every tablespace and pg_wal
+-- side by side. Tablespaces on one filesystem are one volume, measured once.
+-- A volume without a complete suite call younger than max_age is measured
+-- first: the whole suite min_repetitions times (2), then the ranked figures
+-- again where less precise than precision_pct or tied, up to
+-- max_repetitions (4). A NOTICE names the volumes and the most it may take
+-- (hidden here: the lab's tablespaces differ with and without root).
 SET client_min_messages = warning;
 CREATE TEMP TABLE cmp AS SELECT * FROM storlab.compare_tablespaces(duration => '100 ms');
 RESET client_min_messages;
 SELECT c.tablespace, c.fs_type = t.fs_type AS fs_type_as_in_tablespaces,
        randread_p99_us > 0 AND wal_commit_p99_us > 0 AND seqread_mib_s > 0 AS measured,
-       probed_at IS NOT NULL AS dated
+       probed_at IS NOT NULL AS dated, same_volume_as, repetitions BETWEEN 2 AND 4 AS repeated
   FROM cmp c JOIN storlab.tablespaces() t USING (tablespace)
  WHERE c.tablespace IN ('pg_default', 'lab_ram', 'lab_disk', 'pg_wal') ORDER BY c.tablespace;
+-- One volume, one answer: pg_default, lab_disk and pg_wal are one
+-- filesystem in the lab, so they show one set of figures, ratios and roles,
+-- from one suite call.
+SELECT count(DISTINCT (randread_p99_us, wal_commit_p99_us, seqwrite_mib_s, randread_vs_best,
+                       wal_commit_vs_best, best_for, tied_for, suite_call)) AS answers
+  FROM cmp WHERE tablespace IN ('pg_default', 'lab_disk', 'pg_wal');
+-- Each figure is the mean of the call's repetitions; every ranked one has
+-- the half-width of its 95 % interval, in percent of it.
+SELECT bool_and(randread_p99_ci95_pct > 0 AND wal_commit_p99_ci95_pct > 0
+                AND seqwrite_ci95_pct > 0 AND seqread_ci95_pct > 0) AS every_ranked_figure_has_its_interval
+  FROM cmp;
+-- A role goes to a volume only when Welch's test says its figure beats
+-- every other candidate's (two-sided, 0.05). Otherwise no one has it, and
+-- the volumes that cannot be told from the leader tie for it, each with a
+-- caveat naming the others and the test. So each role has one winner or a
+-- tie of two volumes or more, never both.
+SELECT role,
+       (winners = 1 AND tied = 0) OR (winners = 0 AND tied >= 2) AS one_winner_or_a_tie
+  FROM (SELECT role,
+               count(DISTINCT coalesce(same_volume_as, tablespace)) FILTER (WHERE role = ANY (best_for)) AS winners,
+               count(DISTINCT coalesce(same_volume_as, tablespace)) FILTER (WHERE role = ANY (tied_for)) AS tied
+          FROM cmp, unnest(ARRAY['wal', 'indexes', 'bulk']) role GROUP BY role) r
+ ORDER BY role;
+SELECT bool_and(EXISTS (SELECT FROM unnest(caveats) c WHERE c LIKE tie || ': a tie, no one is best: %'))
+         AS every_tie_explained
+  FROM cmp, unnest(tied_for) tie;
 -- The lab's RAM tablespace has the fastest WAL commits, yet it is volatile
--- (tmpfs loses everything at a reboot): it wins no role, and the ratios are
--- to the best durable tablespace, so the advice is one a DBA can follow.
-SELECT volatile, best_for, wal_commit_vs_best < 1 AS faster_than_the_best_durable
+-- (tmpfs loses everything at a reboot): it wins no role and ties for none,
+-- and the ratios are to the best durable tablespace, so the advice is one a
+-- DBA can follow.
+SELECT volatile, best_for, tied_for, wal_commit_vs_best < 1 AS faster_than_the_best_durable
   FROM cmp WHERE tablespace = 'lab_ram';
-SELECT count(*) FILTER (WHERE 'wal' = ANY (best_for)) >= 1 AS a_durable_one_is_best_for_wal,
-       bool_and(NOT volatile) FILTER (WHERE best_for <> '{}') AS roles_go_to_durable_storage
+SELECT bool_and(NOT volatile) FILTER (WHERE best_for <> '{}' OR tied_for <> '{}') AS roles_go_to_durable_storage
   FROM cmp;
 
 -- Called again within max_age, it probes nothing and reuses the stored
@@ -87,8 +118,14 @@ SELECT ops > 0 AS measured
 SELECT count(*) AS probes_before FROM storlab.probes \gset
 CREATE TEMP TABLE cmp2 AS SELECT * FROM storlab.compare_tablespaces(duration => '100 ms');
 SELECT count(*) - :probes_before AS new_probes FROM storlab.probes;
-SELECT c2.randread_p99_us = c.randread_p99_us AS same_randread_figure
+SELECT c2.randread_p99_us = c.randread_p99_us AS same_randread_figure, c2.suite_call = c.suite_call AS same_call
   FROM cmp c JOIN cmp2 c2 USING (tablespace) WHERE tablespace = 'lab_disk';
+-- measure => false ranks what is stored and measures nothing, in a
+-- read-only transaction too: pg_monitor may call it so.
+BEGIN READ ONLY;
+SELECT count(*) AS rows, count(*) FILTER (WHERE repetitions >= 2) AS ranked
+  FROM storlab.compare_tablespaces(measure => false);
+COMMIT;
 
 -- Bad input: a clear error with its SQLSTATE, and nothing left behind.
 -- pg_temp.error_of(call): what a call raises, as 'SQLSTATE: message' (sql/lib/helpers.sql)
@@ -115,8 +152,19 @@ SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.fsync_cost('no_such_tablespace')$$),
   ($$storlab.profile('lab_ram', workers => '{1,0}')$$),
   ($$storlab.profile('lab_ram', workers => '{}')$$),
-  ($$storlab.compare_tablespaces(max_age => '-1 day')$$)
+  ($$storlab.compare_tablespaces(max_age => '-1 day')$$),
+  ($$storlab.compare_tablespaces(min_repetitions => 1)$$),
+  ($$storlab.compare_tablespaces(min_repetitions => 3, max_repetitions => 2)$$),
+  ($$storlab.compare_tablespaces(measure => NULL)$$)
 ) AS v(call);
+-- A call that may take longer than statement_timeout is refused before it
+-- measures anything (54000), with the most it may take and the ways out.
+SET statement_timeout = '2s';
+SELECT count(*) AS probes_before FROM storlab.probes \gset
+SELECT regexp_replace(pg_temp.error_of($$storlab.compare_tablespaces(max_age => '1 microsecond')$$),
+                      '(\d+ min \d+ s|\d+ min|\d+ s|\d+s)\M', 'N', 'g') AS error;
+RESET statement_timeout;
+SELECT count(*) - :probes_before AS new_probes FROM storlab.probes;
 -- Before writing, the free space is checked: file_size plus
 -- storlab.min_free_bytes must fit, else 53100 and nothing is written.
 SELECT pg_temp.error_of($$storlab.probe('lab_ram', 'randwrite', duration => '1 s', file_size => (1024 ^ 5)::bigint)$$) AS error;
@@ -158,12 +206,13 @@ SELECT call, pg_temp.error_of(call) AS error FROM (VALUES
   ($$storlab.probe_latency(ARRAY[(SELECT min(id) FROM storlab.probes)], '{50,101}')$$),
   ($$storlab.probe_latency(ARRAY[(SELECT min(id) FROM storlab.probes)], '{50,NULL}')$$)
 ) AS v(call);
--- Only probes measured alike are merged: every randread probe on lab_ram
+-- Only probes measured alike are merged: the randread probes on lab_ram
 -- (profile's at 1 and 2 workers and at queue depth 32 through io_uring,
 -- and those two through the page cache) is no one distribution, and is
 -- refused (22023), naming what differs and whose it is (ids shown as N).
 SELECT regexp_replace(pg_temp.error_of(format('storlab.probe_latency(%L)',
-         (SELECT array_agg(id ORDER BY id) FROM storlab.probes WHERE tablespace = 'lab_ram' AND workload = 'randread')))
+         (SELECT array_agg(id ORDER BY id) FROM storlab.probes
+           WHERE tablespace = 'lab_ram' AND workload = 'randread' AND label IS DISTINCT FROM 'compare_tablespaces')))
        , '\d+(?=[,)]| and )', 'N', 'g') AS error;
 
 -- Probing writes files: not for PUBLIC. The stored results are readable by pg_monitor.

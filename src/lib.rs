@@ -67,6 +67,11 @@ extension_sql_file!(
     name = "own_rows",
     requires = ["fleet"]
 );
+extension_sql_file!(
+    "../sql/catalog/suite_calls.sql",
+    name = "suite_calls",
+    requires = ["own_rows"]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).

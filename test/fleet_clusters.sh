@@ -63,7 +63,7 @@ LAB_MEMBER=storlab_fleet_member
 OLD_DB=storlab_fleet_old
 TWIN_DB=storlab_fleet_old_twin
 UPDATED_DB=storlab_fleet_updated
-PREVIOUS=0.8.0  # the release before this one: a collector updated from it
+PREVIOUS=0.9.0  # the release before this one: a collector updated from it
 OLD_VERSION=0.5.0
 # the version this tree builds, as every member and the collector run it
 VERSION=$(sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)

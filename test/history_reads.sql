@@ -22,12 +22,15 @@ SELECT plan(12);
 CREATE FUNCTION pg_temp.columns(t regclass, skip text[]) RETURNS text LANGUAGE sql AS $$
   SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
    WHERE attrelid = t AND attnum > 0 AND NOT attisdropped AND NOT attname = ANY (skip) $$;
+-- (each copy of a suite call is a call of its own, as each call of the
+-- past was)
 DO $$
 DECLARE fresh bigint := (SELECT count(*) FROM storlab.probes);
-        cols text := pg_temp.columns('storlab.probes', '{id,started_at}');
+        cols text := pg_temp.columns('storlab.probes', '{id,started_at,suite_call}');
 BEGIN
-  EXECUTE format('INSERT INTO storlab.probes (%s, started_at)
-                  SELECT %s, p.started_at - make_interval(days => 2) - g * make_interval(years => 5) / 200000
+  EXECUTE format('INSERT INTO storlab.probes (%s, started_at, suite_call)
+                  SELECT %s, p.started_at - make_interval(days => 2) - g * make_interval(years => 5) / 200000,
+                         md5(p.suite_call::text || g)::uuid
                     FROM storlab.probes p, generate_series(1, ceil(200000.0 / %s)::int) g', cols, cols, fresh);
 END $$;
 INSERT INTO storlab.job_records (kind, status, args, created_at, started_at, finished_at)

@@ -267,10 +267,24 @@ SELECT throws_ok($$SELECT * FROM storlab.regressions('tap identity disk', durati
                  '42501', NULL, 'nor measure it again against a baseline');
 RESET ROLE;
 SELECT coalesce(pg_catalog.pg_sequence_last_value('storlab.probes_id_seq'), 0) AS probe_seq_before \gset
+-- compare_tablespaces() measures each volume (filesystem) once, through a
+-- tablespace on it the caller may write to: pg_default's volume (lab_disk
+-- and pg_wal in the lab) through pg_default, which needs no grant. It
+-- names the grants of every other volume it would measure.
+SELECT CASE WHEN count(*) > 1 THEN 'tablespaces ' ELSE 'tablespace ' END
+         || regexp_replace(string_agg(c.tablespace, ', ' ORDER BY c.tablespace), ', ([^,]*)$', ' and \1') AS cmp_list,
+       string_agg(c.tablespace, ', ' ORDER BY c.tablespace) AS cmp_grants
+  FROM storlab.compare_tablespaces(measure => false) c JOIN pg_tablespace t ON t.spcname = c.tablespace
+ WHERE coalesce(c.same_volume_as, c.tablespace) <> 'pg_default'
+   AND NOT has_tablespace_privilege('tap_attacker', t.oid, 'CREATE') \gset
+SELECT (SELECT coalesce(same_volume_as, tablespace) FROM storlab.compare_tablespaces(measure => false)
+         WHERE tablespace = 'pg_wal') = 'pg_default' AS wal_on_default \gset
 SET ROLE tap_attacker;
 SELECT is(pg_temp.error_of($$SELECT * FROM storlab.compare_tablespaces('1 ms', '50 ms')$$),
-          format('42501: permission denied for %s, and to probe pg_wal HINT: GRANT CREATE ON TABLESPACE %s TO the role; GRANT pg_write_server_files TO the role; (or let a superuser probe pg_wal)',
-                 :'lab_list', :'lab_grants'),
+          CASE WHEN :'wal_on_default'::boolean
+               THEN format('42501: permission denied for %s HINT: GRANT CREATE ON TABLESPACE %s TO the role;', :'cmp_list', :'cmp_grants')
+               ELSE format('42501: permission denied for %s, and to probe pg_wal HINT: GRANT CREATE ON TABLESPACE %s TO the role; GRANT pg_write_server_files TO the role; (or let a superuser probe pg_wal)',
+                           :'cmp_list', :'cmp_grants') END,
           'nor have compare_tablespaces() probe them: one error names every grant it lacks');
 RESET ROLE;
 SELECT is(coalesce(pg_catalog.pg_sequence_last_value('storlab.probes_id_seq'), 0), :probe_seq_before::bigint,

@@ -36,6 +36,8 @@ pub enum SqlState {
     DiskFull,
     /// 53400
     ConfigurationLimitExceeded,
+    /// 54000: a call would take longer than statement_timeout allows
+    ProgramLimitExceeded,
     /// 57014
     QueryCanceled,
     /// 58030
@@ -65,6 +67,7 @@ impl SqlState {
             SqlState::ReadOnlySqlTransaction => "25006",
             SqlState::DiskFull => "53100",
             SqlState::ConfigurationLimitExceeded => "53400",
+            SqlState::ProgramLimitExceeded => "54000",
             SqlState::QueryCanceled => "57014",
             SqlState::IoError => "58030",
             SqlState::FeatureNotSupported => "0A000",

@@ -109,7 +109,10 @@ GRANT EXECUTE ON FUNCTION storlab.tablespaces() TO pg_monitor;
 REVOKE ALL ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.fsync_cost(name, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.profile(name, interval, integer[], integer[], real) FROM PUBLIC;
-REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) FROM PUBLIC;
+-- measure => false ranks the stored figures only; measuring takes EXECUTE
+-- on storlab.profile() too (ops::compare), as measuring by hand does
+GRANT EXECUTE ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) TO pg_monitor;
 REVOKE ALL ON FUNCTION storlab.probe_read_path(name, integer[], bigint, integer, text) FROM PUBLIC;
 
 -- Stored results are read-only reports.

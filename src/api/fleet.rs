@@ -9,6 +9,7 @@ use super::interval_micros;
 use crate::ops::error::{invalid, raise, required, OrRaise};
 use crate::ops::{fleet, server};
 use storlab_core::fleet::{check_name, check_readable, split_conninfo};
+use storlab_core::report::compare::Estimate;
 
 /// This server's node_id: one per cluster and place (system identifier,
 /// host name, data directory), minted at first use; NULL on a standby that
@@ -133,6 +134,14 @@ fn compare_fleet(
         name!(wal_commit_vs_best, Option<f64>),
         name!(best_for, Vec<String>),
         name!(probed_at, Option<pgrx::datum::TimestampWithTimeZone>),
+        name!(same_volume_as, Option<String>),
+        name!(repetitions, i32),
+        name!(randread_p99_ci95_pct, Option<f64>),
+        name!(wal_commit_p99_ci95_pct, Option<f64>),
+        name!(seqwrite_ci95_pct, Option<f64>),
+        name!(seqread_ci95_pct, Option<f64>),
+        name!(tied_for, Vec<String>),
+        name!(caveats, Vec<String>),
     ),
 > {
     let _called = crate::ops::error::called("storlab.compare_fleet");
@@ -150,25 +159,35 @@ fn compare_fleet(
         .into_iter()
         .map(|r| {
             let f = r.figures;
+            let mean = |e: Option<Estimate>| e.map(|e| e.mean);
+            let ci = |e: Option<Estimate>| e.and_then(|e| e.ci95_pct);
             (
                 r.server,
                 r.tablespace,
                 r.fs_type,
                 r.device,
                 f.randread_p50_us,
-                f.scores.randread_p99_us,
+                mean(f.randread_p99_us),
                 f.randread_iops,
                 f.randread_iops_qd32,
                 f.randwrite_p99_us,
                 f.wal_commit_p50_us,
-                f.scores.wal_commit_p99_us,
-                f.scores.seqwrite_mib_s,
-                f.scores.seqread_mib_s,
-                f.scores.volatile,
+                mean(f.wal_commit_p99_us),
+                mean(f.seqwrite_mib_s),
+                mean(f.seqread_mib_s),
+                r.volatile,
                 r.ranking.randread_vs_best,
                 r.ranking.wal_commit_vs_best,
                 r.ranking.best_for.into_iter().map(String::from).collect(),
-                f.probed_at,
+                f.first_at,
+                r.same_volume_as,
+                f.repetitions as i32,
+                ci(f.randread_p99_us),
+                ci(f.wal_commit_p99_us),
+                ci(f.seqwrite_mib_s),
+                ci(f.seqread_mib_s),
+                r.ranking.tied_for.into_iter().map(String::from).collect(),
+                r.ranking.caveats,
             )
         })
         .collect();

@@ -49,6 +49,6 @@ fn probe(
     let args = request::check(&raw, max_probe_duration()).or_raise();
     let target = resolve(tablespace.as_str()).or_raise();
     let spec = spec_for(&target, &args, required(direct, "direct"));
-    let id = measure(&target, spec, label.as_deref(), None).or_raise();
+    let id = measure(&target, spec, label.as_deref(), None, None).or_raise();
     fetch_rows(&[id]).pop().expect("the row just stored")
 }

@@ -10,13 +10,18 @@ use pgrx::prelude::*;
 
 use super::interval_micros;
 use crate::ops::error::{invalid, raise, required, OrRaise};
+use crate::ops::identity::required_since;
 use crate::ops::probe::fetch_rows;
 use crate::ops::settings::max_probe_duration;
+use crate::ops::compare::{self, CompareArgs};
 use crate::ops::suite::{self, SuiteRun};
 use crate::ops::targets::{all_targets, resolve};
 use crate::sqltypes::Name;
 use storlab_core::env;
-use storlab_core::request::probe::{iodepths, precision, suite_duration, worker_counts};
+use storlab_core::report::compare::Estimate;
+use storlab_core::request::probe::{
+    compare_repetitions, iodepths, precision, suite_duration, worker_counts,
+};
 
 /// A suite's `duration` argument: required, at least 10 ms and at most
 /// storlab.max_probe_duration (22004 / 22023 otherwise).
@@ -82,10 +87,12 @@ fn profile(
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
     let _called = crate::ops::error::called("storlab.profile");
     crate::ops::standby::measuring();
+    let call = crate::ops::compare::new_call();
     let run = SuiteRun {
         duration: duration_of(duration),
         precision_pct: precision_of(precision_pct),
         label: "profile",
+        call: Some(&call),
     };
     let workers = worker_counts(&required(workers, "workers")).or_raise();
     let depths = self::iodepths(&required(iodepths, "iodepths")).or_raise();
@@ -101,16 +108,25 @@ fn precision_of(p: Option<f32>) -> Option<f64> {
     precision(p.map(f64::from)).or_raise()
 }
 
-/// Every tablespace and pg_wal side by side, from the newest standard-suite
-/// probes younger than max_age; missing or older ones are probed first (with a
-/// NOTICE naming them). A tablespace that cannot be probed gets a row with
-/// NULL figures and a WARNING.
+/// Every tablespace and pg_wal side by side, one answer per volume
+/// (tablespaces on one filesystem are measured once and show the same
+/// figures, `same_volume_as` naming the first), each figure the mean of one
+/// suite call's repetitions with its 95 % interval; a role only where the
+/// figure is significantly better than every other candidate's (Welch,
+/// two-sided at 0.05), else `tied_for` names it. Volumes without a
+/// complete call younger than max_age are measured first (a NOTICE says
+/// which and how long it may take at most; 54000 if statement_timeout is
+/// shorter); `measure => false` ranks stored figures only.
 #[pg_extern(volatile, parallel_unsafe)]
 #[search_path(pg_catalog, pg_temp)]
+#[allow(clippy::too_many_arguments)]
 fn compare_tablespaces(
     max_age: default!(Option<Interval>, "'1 day'"),
     duration: default!(Option<Interval>, "'2 seconds'"),
     precision_pct: default!(Option<f32>, 5),
+    min_repetitions: default!(Option<i32>, 2),
+    max_repetitions: default!(Option<i32>, 4),
+    measure: default!(Option<bool>, true),
 ) -> TableIterator<
     'static,
     (
@@ -131,43 +147,81 @@ fn compare_tablespaces(
         name!(wal_commit_vs_best, Option<f64>),
         name!(best_for, Vec<String>),
         name!(probed_at, Option<TimestampWithTimeZone>),
+        name!(same_volume_as, Option<Name>),
+        name!(repetitions, i32),
+        name!(randread_p99_ci95_pct, Option<f64>),
+        name!(wal_commit_p99_ci95_pct, Option<f64>),
+        name!(seqwrite_ci95_pct, Option<f64>),
+        name!(seqread_ci95_pct, Option<f64>),
+        name!(tied_for, Vec<String>),
+        name!(caveats, Vec<String>),
+        name!(suite_call, Option<pgrx::datum::Uuid>),
     ),
 > {
     let _called = crate::ops::error::called("storlab.compare_tablespaces");
-    // on a standby: its own storage, unstored (it probes only what it has
-    // no young figures of, so a read-only transaction is refused only then)
-    crate::ops::standby::notice_unstored();
+    const F: &str = "compare_tablespaces()";
+    let measure = required_since(measure, "measure", F);
     let max_age = required(max_age, "max_age");
     if interval_micros(&max_age) <= 0 {
         raise(invalid("max_age must be positive, e.g. '1 day'"));
     }
-    let run = SuiteRun {
-        duration: duration_of(duration),
-        precision_pct: precision_of(precision_pct),
-        label: "compare_tablespaces",
+    let (min_reps, max_reps) = compare_repetitions(
+        required_since(min_repetitions, "min_repetitions", F),
+        required_since(max_repetitions, "max_repetitions", F),
+    )
+    .or_raise();
+    // on a standby: its own storage, unstored (it probes only what it has
+    // no young figures of, so a read-only transaction is refused only then)
+    if measure {
+        crate::ops::standby::notice_unstored();
+    }
+    let call = crate::ops::compare::new_call();
+    let args = CompareArgs {
+        max_age,
+        run: SuiteRun {
+            duration: duration_of(duration),
+            precision_pct: precision_of(precision_pct),
+            label: "compare_tablespaces",
+            call: Some(&call),
+        },
+        min_reps,
+        max_reps,
+        measure,
     };
-    let rows: Vec<_> = suite::compare(max_age, run)
+    let rows: Vec<_> = compare::compare(args)
         .into_iter()
-        .map(|(t, f, r)| {
-            let facts = env::facts(&t.folder).ok();
+        .map(|c| {
+            let facts = env::facts(&c.target.folder).ok();
+            let (f, r) = (c.figures, c.ranking);
+            let mean = |e: Option<Estimate>| e.map(|e| e.mean);
+            let ci = |e: Option<Estimate>| e.and_then(|e| e.ci95_pct);
             (
-                Name(t.name),
+                Name(c.target.name),
                 facts.as_ref().map(|x| x.fs_type.clone()),
                 facts.map(|x| x.device),
                 f.randread_p50_us,
-                f.scores.randread_p99_us,
+                mean(f.randread_p99_us),
                 f.randread_iops,
                 f.randread_iops_qd32,
                 f.randwrite_p99_us,
                 f.wal_commit_p50_us,
-                f.scores.wal_commit_p99_us,
-                f.scores.seqwrite_mib_s,
-                f.scores.seqread_mib_s,
-                f.scores.volatile,
+                mean(f.wal_commit_p99_us),
+                mean(f.seqwrite_mib_s),
+                mean(f.seqread_mib_s),
+                c.volatile,
                 r.randread_vs_best,
                 r.wal_commit_vs_best,
                 r.best_for.into_iter().map(String::from).collect(),
-                f.probed_at,
+                f.first_at,
+                c.same_volume_as.map(Name),
+                f.repetitions as i32,
+                ci(f.randread_p99_us),
+                ci(f.wal_commit_p99_us),
+                ci(f.seqwrite_mib_s),
+                ci(f.seqread_mib_s),
+                r.tied_for.into_iter().map(String::from).collect(),
+                r.caveats,
+                c.call.and_then(|u| crate::ops::compare::uuid(&u)),
             )
         })
         .collect();

@@ -195,6 +195,18 @@ fn newest_figures() -> ByTablespace {
     })
     .map_err(spi("reading the probes"))
     .or_raise();
+    // a tablespace measured as its volume (compare_tablespaces() probes a
+    // filesystem once, under its first tablespace's name) has its figures
+    for (member, peers) in super::compare::volume_members() {
+        if out.contains_key(&member) {
+            continue;
+        }
+        if let Some(mut f) = peers.iter().find_map(|p| out.get(p).cloned()) {
+            // the scratch folder was the other tablespace's
+            f.location = None;
+            out.insert(member, f);
+        }
+    }
     out
 }
 

@@ -160,17 +160,40 @@ fn curve_points(query: &str) -> Vec<CurvePoint> {
     .or_raise()
 }
 
-/// The newest 1-worker standard-suite probes of every tablespace (and pg_wal).
+/// What compare_tablespaces() would rank of the stored figures (any age),
+/// one bar per volume named by its tablespaces ("pg_default, lab_disk,
+/// pg_wal"): the means of one suite call's repetitions, as the comparison
+/// shows them.
 pub fn suite_figures() -> Vec<SuiteFigure> {
-    let newest_suite = newest_suite_probes();
-    figures_from(
-        &format!(
-            "SELECT tablespace::text, workload, lat_p99_us, mib_s
-               FROM ({newest_suite}) newest
-              WHERE workers = 1"
-        ),
-        "reading the probes",
-    )
+    let rows = super::compare::stored();
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| r.same_volume_as.is_none()) {
+        let mut names = vec![r.target.name.clone()];
+        names.extend(
+            rows.iter()
+                .filter(|o| o.same_volume_as.as_deref() == Some(r.target.name.as_str()))
+                .map(|o| o.target.name.clone()),
+        );
+        let label = names.join(", ");
+        let f = &r.figures;
+        let mean = |e: Option<storlab_core::report::compare::Estimate>| e.map(|e| e.mean);
+        for (workload, p99, mib_s) in [
+            ("randread", mean(f.randread_p99_us), None),
+            ("wal", mean(f.wal_commit_p99_us), None),
+            ("seqwrite", None, mean(f.seqwrite_mib_s)),
+            ("seqread", None, mean(f.seqread_mib_s)),
+        ] {
+            if p99.is_some() || mib_s.is_some() {
+                out.push(SuiteFigure {
+                    tablespace: label.clone(),
+                    workload: workload.to_string(),
+                    p99_us: p99,
+                    mib_s,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The newest 1-worker standard-suite probes of every fleet server's

@@ -28,6 +28,7 @@ fn run(duration: Duration, label: &'static str) -> SuiteRun<'static> {
         duration,
         precision_pct: Some(SUITE_PRECISION_PCT),
         label,
+        call: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn pg_code(state: SqlState) -> PgSqlErrorCode {
         SqlState::ReadOnlySqlTransaction => ERRCODE_READ_ONLY_SQL_TRANSACTION,
         SqlState::DiskFull => ERRCODE_DISK_FULL,
         SqlState::ConfigurationLimitExceeded => ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+        SqlState::ProgramLimitExceeded => ERRCODE_PROGRAM_LIMIT_EXCEEDED,
         SqlState::QueryCanceled => ERRCODE_QUERY_CANCELED,
         SqlState::IoError => ERRCODE_IO_ERROR,
         SqlState::Internal => ERRCODE_INTERNAL_ERROR,

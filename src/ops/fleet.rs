@@ -9,10 +9,10 @@ use pgrx::prelude::*;
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
 use super::read;
-use super::suite::{figures_of, Figures, Newest};
 use storlab_core::env;
 use storlab_core::report::checks::Metric;
 use storlab_core::report::compare::{rank, Ranking};
+use storlab_core::report::volumes::{figures, item_of, Rep, VolumeFigures};
 use storlab_core::request::probe::{SuiteItem, SUITE};
 use storlab_core::stats::{improvement_pct, welch, ALPHA};
 
@@ -67,17 +67,6 @@ impl Copied {
             && self.sync_method == item.sync.as_str()
             && self.workers == 1
             && self.iodepth as u32 == item.iodepth
-    }
-
-    /// Or its stand-in: as many psync workers as the item's depth (what
-    /// compare_tablespaces() measures where io_uring is not available).
-    fn stands_in_for(&self, item: &SuiteItem) -> bool {
-        self.workload == item.workload.as_str()
-            && self.block_size as usize == item.block_size
-            && self.sync_method == item.sync.as_str()
-            && item.iodepth > 1
-            && self.workers as u32 == item.iodepth
-            && self.iodepth == 1
     }
 
     fn metric(&self, m: Metric) -> Option<f64> {
@@ -149,61 +138,116 @@ pub struct FleetRow {
     pub tablespace: String,
     pub fs_type: Option<String>,
     pub device: Option<String>,
-    pub figures: Figures,
+    pub figures: VolumeFigures<TimestampWithTimeZone>,
+    pub volatile: bool,
     pub ranking: Ranking,
+    /// the first tablespace of the same server on the same device
+    pub same_volume_as: Option<String>,
 }
 
-/// Every (server, tablespace) of the fleet with its newest standard-suite
+/// Every (server, tablespace) of the fleet with its volume's standard-suite
 /// figures younger than `max_age`, ranked against all the others: the
-/// same figures and roles as compare_tablespaces(), over many servers.
+/// same figures, intervals and roles as compare_tablespaces(), over many
+/// servers. A server's tablespaces on one device are one volume; every
+/// copy of a suite item on it younger than max_age is a repetition (as
+/// compare_servers() tests them), the copies carrying no suite call.
 pub fn compare_fleet(servers: Option<Vec<String>>, max_age: Interval) -> Vec<FleetRow> {
     if let Some(s) = &servers {
         check_servers(s);
     }
-    let rows = copied(servers.as_deref(), &max_age, false);
-    let mut out: Vec<FleetRow> = Vec::new();
-    let mut start = 0;
-    while start < rows.len() {
-        let key = (&rows[start].server, &rows[start].tablespace);
-        let end = start
-            + rows[start..]
-                .iter()
-                .take_while(|r| (&r.server, &r.tablespace) == key)
-                .count();
-        let group = &rows[start..end];
-        let newest_of = |item: &SuiteItem| -> Option<Newest> {
-            let r = group
-                .iter()
-                .find(|r| r.is(item))
-                .or_else(|| group.iter().find(|r| r.stands_in_for(item)))?;
-            Some((r.lat_p50_us, r.lat_p99_us, r.iops, r.mib_s, r.started_at))
-        };
-        let (mut figures, _) = figures_of(newest_of);
-        // the storage facts of the group's newest probe
-        let newest = group
+    let rows = copied(servers.as_deref(), &max_age, true);
+    // (server, tablespace) in order, with the newest copy's storage facts
+    let mut places: Vec<&Copied> = Vec::new();
+    for r in &rows {
+        match places
+            .iter_mut()
+            .find(|p| (&p.server, &p.tablespace) == (&r.server, &r.tablespace))
+        {
+            Some(p) if r.started_at > p.started_at => *p = r,
+            Some(_) => {}
+            None => places.push(r),
+        }
+    }
+    // a volume: the places of one server on one device (or a place alone
+    // where its device is unknown)
+    let volume_of = |p: &Copied| -> usize {
+        places
             .iter()
-            .max_by_key(|r| r.started_at)
-            .expect("a group has a row");
-        figures.scores.volatile = env::is_volatile(
-            newest.fs_type.as_deref().unwrap_or(""),
-            newest.device.as_deref().unwrap_or(""),
+            .position(|q| {
+                q.server == p.server
+                    && match (&q.device, &p.device) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => q.tablespace == p.tablespace,
+                    }
+            })
+            .expect("a place is among the places")
+    };
+    let firsts: Vec<usize> = places.iter().map(|p| volume_of(p)).collect();
+    let mut vols: Vec<usize> = firsts.clone();
+    vols.sort_unstable();
+    vols.dedup();
+    let mut figs = Vec::new();
+    let mut scores = Vec::new();
+    for &v in &vols {
+        let reps: Vec<Rep<TimestampWithTimeZone>> = rows
+            .iter()
+            .filter(|r| {
+                places
+                    .iter()
+                    .position(|p| (&p.server, &p.tablespace) == (&r.server, &r.tablespace))
+                    .is_some_and(|i| firsts[i] == v)
+            })
+            .filter_map(|r| {
+                Some(Rep {
+                    call: String::new(),
+                    item: item_of(&r.workload, r.block_size, &r.sync_method, r.workers, r.iodepth)?,
+                    lat_p50_us: r.lat_p50_us,
+                    lat_p99_us: r.lat_p99_us,
+                    iops: r.iops,
+                    mib_s: r.mib_s,
+                    at: r.started_at,
+                })
+            })
+            .collect();
+        let f = figures(&reps.iter().collect::<Vec<_>>());
+        let p = places[v];
+        let mut s = f.scores.clone();
+        s.volatile = env::is_volatile(
+            p.fs_type.as_deref().unwrap_or(""),
+            p.device.as_deref().unwrap_or(""),
         );
-        figures.scores.wal_only = newest.tablespace == "pg_wal";
-        out.push(FleetRow {
-            server: newest.server.clone(),
-            tablespace: newest.tablespace.clone(),
-            fs_type: newest.fs_type.clone(),
-            device: newest.device.clone(),
-            figures,
-            ranking: Ranking::default(),
-        });
-        start = end;
+        s.wal_only = places
+            .iter()
+            .zip(&firsts)
+            .filter(|(_, f)| **f == v)
+            .all(|(q, _)| q.tablespace == "pg_wal");
+        scores.push(s);
+        figs.push(f);
     }
-    let ranks = rank(&out.iter().map(|r| r.figures.scores).collect::<Vec<_>>());
-    for (row, r) in out.iter_mut().zip(ranks) {
-        row.ranking = r;
-    }
-    out
+    let names: Vec<String> = vols
+        .iter()
+        .map(|&v| format!("{}:{}", places[v].server, places[v].tablespace))
+        .collect();
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ranks = rank(&scores, &name_refs, None);
+    places
+        .iter()
+        .zip(&firsts)
+        .enumerate()
+        .map(|(i, (p, &first))| {
+            let k = vols.binary_search(&first).expect("a volume of the places");
+            FleetRow {
+                server: p.server.clone(),
+                tablespace: p.tablespace.clone(),
+                fs_type: p.fs_type.clone(),
+                device: p.device.clone(),
+                figures: figs[k].clone(),
+                volatile: scores[k].volatile,
+                ranking: ranks[k].clone(),
+                same_volume_as: (first != i).then(|| places[first].tablespace.clone()),
+            }
+        })
+        .collect()
 }
 
 /// One row of compare_servers(): a figure of server a against the same

@@ -6,6 +6,7 @@
 pub mod advice;
 pub mod backend_wait;
 pub mod chart;
+pub mod compare;
 pub mod checks;
 pub mod error;
 pub mod experiment;

@@ -228,12 +228,14 @@ impl Drop for DeviceLock {
 
 /// Checks the free space, runs the engine and stores one row; returns its id.
 /// `suite` marks rows of the standard suite ('standard') and of fsync_cost
-/// ('fsync_cost'), so that comparisons never pick up an ad-hoc probe.
+/// ('fsync_cost'), so that comparisons never pick up an ad-hoc probe;
+/// `call` the suite call it is one of (compare_tablespaces, profile).
 pub fn measure(
     target: &Target,
     mut spec: ProbeSpec,
     label: Option<&str>,
     suite: Option<&str>,
+    call: Option<&str>,
 ) -> Result<i64, Error> {
     // a place for the figures (25006 in a read-only transaction), the
     // caller's right to write there, and a folder to write into, before
@@ -372,6 +374,7 @@ pub fn measure(
         precision_pct: spec.precision_pct,
         iops_ci95_pct: result.iops_ci95_pct,
         measured_by: Some(super::identity::caller()),
+        suite_call: call.map(str::to_owned),
     };
     if standby::in_recovery() {
         return Ok(standby::keep_unstored(&probe));

@@ -1,25 +1,23 @@
-//! The probe suites: pg_test_fsync's tests on one target, the standard suite
-//! on some targets at several worker counts, and the side-by-side comparison
-//! of every target from the newest standard-suite figures.
+//! The probe suites: pg_test_fsync's tests on one target and the standard
+//! suite on some targets at several worker counts (the side-by-side
+//! comparison, which runs the suite too, is `ops::compare`).
 
 use std::time::Duration;
 
-use pgrx::datum::{DatumWithOid, Interval, TimestampWithTimeZone};
+use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 
-use super::error::{spi, Error, OrRaise, Raise, SqlState};
+use super::error::{spi, Error, OrRaise, SqlState};
 use super::identity::as_owner;
 use super::probe::{measure, scratch_dir};
 use super::read;
-use super::server::this_server;
 use super::settings::suite_file_cap;
 use super::standby;
-use super::targets::{all_targets, check_may_write_each, Target};
+use super::targets::{check_may_write_each, Target};
 use crate::sqltypes::Name;
 use storlab_core::env;
 use storlab_core::newest::NewestPerGroup;
 use storlab_core::probe::{IoEngine, ProbeSpec, Workload};
-use storlab_core::report::compare::{rank, Ranking, Scores};
 use storlab_core::request::probe::{
     fsync_tests, suite_file_size, FsyncTest, SuiteItem, MAX_WORKERS, SUITE,
 };
@@ -126,12 +124,14 @@ fn suite_spec(
     }
 }
 
-/// How a suite runs its probes: for how long, how precise, under which label.
+/// How a suite runs its probes: for how long, how precise, under which
+/// label, as which call (a uuid its probes share; None for a check's).
 #[derive(Clone, Copy)]
 pub struct SuiteRun<'a> {
     pub duration: Duration,
     pub precision_pct: Option<f64>,
     pub label: &'a str,
+    pub call: Option<&'a str>,
 }
 
 /// Measures one suite item. A queued item where io_uring is switched off
@@ -152,7 +152,7 @@ pub(crate) fn measure_item(
         file_size,
         run.precision_pct,
     );
-    match measure(target, spec, Some(run.label), Some("standard")) {
+    match measure(target, spec, Some(run.label), Some("standard"), run.call) {
         Err(e)
             if e.state == SqlState::FeatureNotSupported && item.engine() == IoEngine::IoUring =>
         {
@@ -175,7 +175,7 @@ pub(crate) fn measure_item(
                 file_size,
                 run.precision_pct,
             );
-            measure(target, spec, Some(run.label), Some("standard"))
+            measure(target, spec, Some(run.label), Some("standard"), run.call)
         }
         other => other,
     }
@@ -220,7 +220,7 @@ fn ends_the_call(target: &Target, f: &Error) -> bool {
     ) || target.check_folder().is_err()
 }
 
-fn warn_skip(target: &Target, what: &str, f: &Error) {
+pub(crate) fn warn_skip(target: &Target, what: &str, f: &Error) {
     match &f.detail {
         Some(d) => warning!(
             "storlab: {what} on {} skipped: {} ({d})",
@@ -267,7 +267,7 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Result<Vec<FsyncRow>, 
         let label = format!("fsync_cost: {}", t.test);
         // A test the device cannot do (1 kB O_DIRECT writes on a 4 kB-sector
         // disk) is skipped with a WARNING; the others still report.
-        let id = match measure(&target, spec, Some(&label), Some("fsync_cost")) {
+        let id = match measure(&target, spec, Some(&label), Some("fsync_cost"), None) {
             Ok(id) => id,
             Err(f) if ends_the_call(&target, &f) => return Err(f),
             Err(f) => {
@@ -342,171 +342,4 @@ pub fn profile(
         }
     }
     Ok(ids)
-}
-
-/// The newest stored result of one suite item on one target, younger than max_age
-/// (one with no operation, as releases before 0.3.0 could store, is never used;
-/// a queued item's figure comes from io_uring at its depth, or else from as
-/// many psync workers, the fallback where io_uring is off):
-/// (lat_p50_us, lat_p99_us, iops, mib_s, started_at).
-/// The newest probe of an item: p50 and p99 (µs), IOPS, MiB/s, and when.
-pub(crate) type Newest = (Option<f64>, Option<f64>, f64, f64, TimestampWithTimeZone);
-
-fn newest(target: &Target, item: &SuiteItem, max_age: Interval) -> Option<Newest> {
-    let mut args = item_args(&target.name, item);
-    args.push(this_server().into());
-    args.push(max_age.into());
-    args.push(standby::probes_arg());
-    // on a standby, only this session's own measurements: the replicated
-    // rows are the primary's storage
-    let probes = standby::probes_from(8);
-    as_owner(|| {
-        Spi::connect(|c| {
-            let mut rows = c.select(
-                &format!(
-                    // one worker at the item's depth first, else as many
-                    // psync workers: each the newest through probes_lookup
-                    "SELECT lat_p50_us, lat_p99_us, iops, mib_s, started_at FROM (
-                       (SELECT 0 AS preference, * FROM {probes}
-                         WHERE {ITEM_PROBES} AND workers = 1 AND iodepth = $5
-                           AND system_identifier = ANY($6) AND started_at > pg_catalog.now() - $7
-                         ORDER BY started_at DESC LIMIT 1)
-                       UNION ALL
-                       (SELECT 1, * FROM {probes}
-                         WHERE {ITEM_PROBES} AND workers = $5 AND iodepth = 1
-                           AND system_identifier = ANY($6) AND started_at > pg_catalog.now() - $7
-                         ORDER BY started_at DESC LIMIT 1)) newest
-                     ORDER BY preference LIMIT 1"
-                ),
-                None,
-                &args,
-            )?;
-            Ok::<_, pgrx::spi::Error>(match rows.next() {
-                Some(r) => Some((
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?.unwrap_or(0.0),
-                    r.get(4)?.unwrap_or(0.0),
-                    r.get(5)?.expect("started_at"),
-                )),
-                None => None,
-            })
-        })
-        .map_err(spi("reading stored probes"))
-        .or_raise()
-    })
-}
-
-/// One output row of compare_tablespaces before ranking.
-#[derive(Debug, Default, Clone)]
-pub struct Figures {
-    pub randread_p50_us: Option<f64>,
-    pub randread_iops: Option<f64>,
-    pub randread_iops_qd32: Option<f64>,
-    pub randwrite_p99_us: Option<f64>,
-    pub wal_commit_p50_us: Option<f64>,
-    pub scores: Scores,
-    pub probed_at: Option<TimestampWithTimeZone>,
-}
-
-fn figures(target: &Target, max_age: Interval) -> (Figures, Vec<SuiteItem>) {
-    figures_of(|item| newest(target, item, max_age))
-}
-
-/// A tablespace's figures from the newest probe of each suite item that
-/// `newest_of` finds (this server's, or a fleet server's copies), and the
-/// items it found none of.
-pub(crate) fn figures_of(
-    newest_of: impl Fn(&SuiteItem) -> Option<Newest>,
-) -> (Figures, Vec<SuiteItem>) {
-    let mut f = Figures::default();
-    let mut missing = Vec::new();
-    for item in SUITE {
-        let Some((p50, p99, iops, mib_s, at)) = newest_of(&item) else {
-            missing.push(item);
-            continue;
-        };
-        // the comparison is as old as its oldest figure
-        f.probed_at = Some(match f.probed_at {
-            Some(old) if old < at => old,
-            _ => at,
-        });
-        match item.workload {
-            Workload::Randread if item.iodepth > 1 => f.randread_iops_qd32 = Some(iops),
-            Workload::Randread => {
-                (f.randread_p50_us, f.scores.randread_p99_us, f.randread_iops) =
-                    (p50, p99, Some(iops));
-            }
-            Workload::Randwrite => f.randwrite_p99_us = p99,
-            Workload::Wal => (f.wal_commit_p50_us, f.scores.wal_commit_p99_us) = (p50, p99),
-            Workload::Seqwrite => f.scores.seqwrite_mib_s = Some(mib_s),
-            Workload::Seqread => f.scores.seqread_mib_s = Some(mib_s),
-        }
-    }
-    (f, missing)
-}
-
-/// Every target with its newest figures (probing what is missing or older
-/// than `max_age` first) and its ranking against the others.
-pub fn compare(max_age: Interval, run: SuiteRun) -> Vec<(Target, Figures, Ranking)> {
-    let targets = all_targets();
-    let found: Vec<(Figures, Vec<SuiteItem>)> =
-        targets.iter().map(|t| figures(t, max_age)).collect();
-    // probing writes where figures are missing: the caller's right to, as
-    // for probe(), checked for every such tablespace before the first probe
-    // (not after minutes of probing the others, whose figures would be lost)
-    if found.iter().any(|(_, missing)| !missing.is_empty()) {
-        // 25006 in a read-only transaction, before anything is probed
-        standby::check_probes_can_be_kept().or_raise();
-    }
-    check_may_write_each(
-        targets
-            .iter()
-            .zip(&found)
-            .filter(|(_, (_, missing))| !missing.is_empty())
-            .map(|(t, _)| t),
-    )
-    .or_raise();
-    let mut all = Vec::with_capacity(targets.len());
-    for (target, (mut f, missing)) in targets.iter().zip(found) {
-        if !missing.is_empty() {
-            let names: Vec<String> = missing
-                .iter()
-                .map(|i| match i.iodepth {
-                    1 => i.workload.as_str().to_string(),
-                    d => format!("{} at iodepth {d}", i.workload.as_str()),
-                })
-                .collect();
-            notice!(
-                "storlab: probing {} ({}): no figures younger than max_age",
-                target.name,
-                names.join(", ")
-            );
-            let file_size = suite_file_once(target, 1);
-            for item in &missing {
-                if let Err(e) = measure_item(target, item, 1, file_size, run) {
-                    if e.state == SqlState::QueryCanceled {
-                        e.raise();
-                    }
-                    warn_skip(target, "compare_tablespaces", &e);
-                    break;
-                }
-            }
-            f = figures(target, max_age).0;
-        }
-        all.push(f);
-    }
-    for (t, f) in targets.iter().zip(all.iter_mut()) {
-        f.scores.volatile = env::facts(&t.folder)
-            .map(|x| env::is_volatile(&x.fs_type, &x.device))
-            .unwrap_or(false);
-        f.scores.wal_only = t.kind == "wal";
-    }
-    let ranks = rank(&all.iter().map(|f| f.scores).collect::<Vec<_>>());
-    targets
-        .into_iter()
-        .zip(all)
-        .zip(ranks)
-        .map(|((t, f), r)| (t, f, r))
-        .collect()
 }

@@ -50,6 +50,10 @@ pub struct Probe {
     pub iops_ci95_pct: Option<f64>,
     /// the role that measured it (storlab.own_probes shows a role its own)
     pub measured_by: Option<String>,
+    /// the suite call that measured it (uuid text): the probes of one call
+    /// of compare_tablespaces() or profile() share it, so that a figure is
+    /// read from one call's repetitions
+    pub suite_call: Option<String>,
 }
 
 impl Record for Probe {
@@ -128,7 +132,7 @@ mod tests {
             assert!(!cols.iter().any(|x| x == c), "{c}");
         }
         assert_eq!(cols.first().map(String::as_str), Some("tablespace"));
-        assert_eq!(cols.last().map(String::as_str), Some("measured_by"));
-        assert_eq!(cols.len(), 32);
+        assert_eq!(cols.last().map(String::as_str), Some("suite_call"));
+        assert_eq!(cols.len(), 33);
     }
 }

@@ -1,21 +1,123 @@
-//! Which tablespace is best at what: the ratios and roles that
-//! `storlab.compare_tablespaces()` reports.
+//! Which volume is best at what: the figures, intervals, ratios and roles
+//! that `storlab.compare_tablespaces()` and `compare_fleet()` report.
+//!
+//! A volume (one filesystem: every tablespace on it, pg_wal included, is
+//! measured once) brings each ranked figure as repetitions: one value per
+//! probe of the same suite item. A figure is shown as the mean of its
+//! repetitions with the half-width of its 95 % interval in percent; a role
+//! goes to a volume only when Welch's test, two-sided at [`ALPHA`] (the rule
+//! of experiments and advice), says its figure beats every other
+//! candidate's. Otherwise the role goes to no one and the candidates that
+//! cannot be told from the leader are said to tie for it.
 
-/// The figures of one tablespace that the ranking looks at; None where the
-/// tablespace could not be measured (it then wins nothing and has no ratio).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+use crate::stats::{summarize, welch, ALPHA};
+
+/// The repeated figures of one volume that the ranking looks at, one value
+/// per repetition (empty where it could not be measured: it then wins
+/// nothing and has no ratio).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scores {
-    pub randread_p99_us: Option<f64>,
-    pub wal_commit_p99_us: Option<f64>,
-    pub seqwrite_mib_s: Option<f64>,
-    pub seqread_mib_s: Option<f64>,
+    /// 8 kB random read p99 of each repetition (µs; lower is better)
+    pub randread_p99_us: Vec<f64>,
+    /// WAL commit (8 kB write + fdatasync) p99 of each repetition (µs)
+    pub wal_commit_p99_us: Vec<f64>,
+    /// sequential write + sequential read MiB/s of each repetition
+    /// (higher is better)
+    pub bulk_mib_s: Vec<f64>,
     /// Storage that loses its contents at a reboot (tmpfs, zram): fast, and
     /// no place for WAL, data or indexes, so it wins no role and is no one's
     /// yardstick while durable storage was measured too.
     pub volatile: bool,
-    /// The WAL folder: no table or index can be placed there, so it
-    /// competes for `wal` only (and is no yardstick for reads or bulk).
+    /// Only the WAL folder is on this volume: no table or index can be
+    /// placed there, so it competes for `wal` only (and is no yardstick for
+    /// reads or bulk).
     pub wal_only: bool,
+}
+
+/// A figure of a volume: the mean of its repetitions, how precise it is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub mean: f64,
+    /// Half-width of the 95 % interval of the mean (Student's t), in
+    /// percent of the mean; None with one repetition (no spread known).
+    pub ci95_pct: Option<f64>,
+    pub n: usize,
+}
+
+/// The estimate of a figure from its repetitions (values that are not
+/// positive and finite, from a failed or empty probe, are left out); None
+/// without any.
+pub fn estimate(values: &[f64]) -> Option<Estimate> {
+    let v = usable(values);
+    let s = summarize(&v)?;
+    let ci95_pct = s
+        .ci95_high
+        .map(|high| (high - s.mean) / s.mean * 100.0)
+        .filter(|p| p.is_finite());
+    Some(Estimate {
+        mean: s.mean,
+        ci95_pct,
+        n: s.n,
+    })
+}
+
+fn usable(values: &[f64]) -> Vec<f64> {
+    values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect()
+}
+
+/// The roles, the figure each is judged on, and which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// lowest WAL commit p99
+    Wal,
+    /// lowest 8 kB random read p99
+    Indexes,
+    /// highest sequential throughput, read plus write
+    Bulk,
+}
+
+pub const ROLES: [Role; 3] = [Role::Wal, Role::Indexes, Role::Bulk];
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Wal => "wal",
+            Role::Indexes => "indexes",
+            Role::Bulk => "bulk",
+        }
+    }
+
+    /// The figure the role is judged on, as the output names it.
+    pub fn figure_name(self) -> &'static str {
+        match self {
+            Role::Wal => "wal commit p99",
+            Role::Indexes => "8 kB random read p99",
+            Role::Bulk => "sequential write + read MiB/s",
+        }
+    }
+
+    pub fn values(self, s: &Scores) -> &[f64] {
+        match self {
+            Role::Wal => &s.wal_commit_p99_us,
+            Role::Indexes => &s.randread_p99_us,
+            Role::Bulk => &s.bulk_mib_s,
+        }
+    }
+
+    fn lower_is_better(self) -> bool {
+        !matches!(self, Role::Bulk)
+    }
+
+    /// Whether a volume may hold what the role places: relations go
+    /// nowhere but a tablespace, so a volume of pg_wal alone competes for
+    /// `wal` only.
+    fn open_to(self, s: &Scores) -> bool {
+        self == Role::Wal || !s.wal_only
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,165 +125,187 @@ pub struct Ranking {
     /// randread p99 / best randread p99: 1.0 is the best, 3.0 three times slower.
     pub randread_vs_best: Option<f64>,
     pub wal_commit_vs_best: Option<f64>,
-    /// Roles this tablespace wins among durable storage: `wal` (lowest WAL
-    /// commit p99), `indexes` (lowest 8 kB random read p99), `bulk` (highest
-    /// sequential throughput, read plus write).
+    /// Roles this volume wins among durable storage: its figure is
+    /// significantly better than every other candidate's.
     pub best_for: Vec<&'static str>,
+    /// Roles no one wins because this volume and at least one other lead
+    /// together: their figures cannot be told apart.
+    pub tied_for: Vec<&'static str>,
+    /// What limits the answer: a tie (with whom, the test), a figure less
+    /// precise than asked, a figure measured once.
+    pub caveats: Vec<String>,
 }
 
-fn positive(v: Option<f64>) -> Option<f64> {
-    v.filter(|v| v.is_finite() && *v > 0.0)
+/// Welch's test of two volumes' repetitions: (p, significant); None when
+/// either side has fewer than two (no spread to test against).
+fn tells_apart(a: &[f64], b: &[f64]) -> Option<(f64, bool)> {
+    let w = welch(&usable(a), &usable(b))?;
+    Some((w.p_value, w.p_value < ALPHA))
 }
 
-fn bulk(s: &Scores) -> Option<f64> {
-    Some(positive(s.seqwrite_mib_s)? + positive(s.seqread_mib_s)?)
+fn reps(n: usize) -> String {
+    format!("{n} repetition{}", if n == 1 { "" } else { "s" })
 }
 
-fn min_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    values
-        .flatten()
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.min(v))))
+/// Ratios to the best durable figure, and each role to the volume whose
+/// figure is significantly better than every other candidate's. When every
+/// measured volume is volatile, they compete among themselves. `names`
+/// name the volumes in caveats; `precision_pct` is the precision asked of
+/// each figure (a figure less precise than that says so).
+pub fn rank(all: &[Scores], names: &[&str], precision_pct: Option<f64>) -> Vec<Ranking> {
+    let est: Vec<[Option<Estimate>; 3]> = all
+        .iter()
+        .map(|s| ROLES.map(|r| estimate(r.values(s))))
+        .collect();
+    let any_durable = all
+        .iter()
+        .zip(&est)
+        .any(|(s, e)| !s.volatile && (e[0].is_some() || e[1].is_some()));
+    let competes = |i: usize| !(any_durable && all[i].volatile);
+    let mut out: Vec<Ranking> = vec![Ranking::default(); all.len()];
+    for (k, role) in ROLES.iter().enumerate() {
+        let candidates: Vec<usize> = (0..all.len())
+            .filter(|&i| competes(i) && role.open_to(&all[i]) && est[i][k].is_some())
+            .collect();
+        let better = |a: f64, b: f64| {
+            if role.lower_is_better() {
+                a < b
+            } else {
+                a > b
+            }
+        };
+        let Some(&leader) = candidates.iter().reduce(|b, i| {
+            if better(est[*i][k].unwrap().mean, est[*b][k].unwrap().mean) {
+                i
+            } else {
+                b
+            }
+        }) else {
+            continue;
+        };
+        let best = est[leader][k].unwrap().mean;
+        if *role != Role::Bulk {
+            for (i, e) in est.iter().enumerate() {
+                let ratio = e[k].map(|e| e.mean / best);
+                match role {
+                    Role::Wal => out[i].wal_commit_vs_best = ratio,
+                    _ => out[i].randread_vs_best = ratio,
+                }
+            }
+        }
+        // who cannot be told from the leader: not significantly worse
+        let mut tied = vec![leader];
+        for &i in candidates.iter().filter(|&&i| i != leader) {
+            if !matches!(
+                tells_apart(role.values(&all[leader]), role.values(&all[i])),
+                Some((_, true))
+            ) {
+                tied.push(i);
+            }
+        }
+        if tied.len() == 1 {
+            out[leader].best_for.push(role.as_str());
+            continue;
+        }
+        for &i in &tied {
+            out[i].tied_for.push(role.as_str());
+            let others: Vec<String> = tied
+                .iter()
+                .filter(|&&j| j != i)
+                .map(|&j| {
+                    let n = (est[i][k].unwrap().n, est[j][k].unwrap().n);
+                    let test = tells_apart(role.values(&all[i]), role.values(&all[j]));
+                    match test {
+                        Some((p, _)) => format!(
+                            "{} (Welch p = {p:.2}, {} and {})",
+                            names[j],
+                            n.0,
+                            reps(n.1)
+                        ),
+                        None => format!(
+                            "{} (no test: {} and {}; Welch's test needs 2 of each)",
+                            names[j],
+                            n.0,
+                            reps(n.1)
+                        ),
+                    }
+                })
+                .collect();
+            out[i].caveats.push(format!(
+                "{}: a tie, no one is best: {} cannot be told apart from {}",
+                role.as_str(),
+                role.figure_name(),
+                others.join(", ")
+            ));
+        }
+    }
+    // figures less precise than asked, whatever their rank
+    for (i, e) in est.iter().enumerate() {
+        for (k, role) in ROLES.iter().enumerate() {
+            let Some(e) = e[k] else { continue };
+            match (e.ci95_pct, precision_pct) {
+                (None, _) => out[i].caveats.push(format!(
+                    "{}: measured once, its precision is unknown",
+                    role.figure_name()
+                )),
+                (Some(got), Some(asked)) if got > asked => out[i].caveats.push(format!(
+                    "{}: ±{got:.0} % over {} ({asked} % asked)",
+                    role.figure_name(),
+                    reps(e.n)
+                )),
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
-/// Ratios to the best durable figure, and each role to the durable winner.
-/// When every measured tablespace is volatile, they compete among themselves.
-pub fn rank(all: &[Scores]) -> Vec<Ranking> {
-    let any_durable = all.iter().any(|s| {
-        !s.volatile
-            && (positive(s.randread_p99_us).is_some() || positive(s.wal_commit_p99_us).is_some())
-    });
-    let candidates = || all.iter().filter(move |s| !(any_durable && s.volatile));
-    let places_relations = || candidates().filter(|s| !s.wal_only);
-    let best_read = min_of(places_relations().map(|s| positive(s.randread_p99_us)));
-    let best_wal = min_of(candidates().map(|s| positive(s.wal_commit_p99_us)));
-    let best_bulk = places_relations()
-        .filter_map(bulk)
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+/// Which figures of each volume need another repetition: those less
+/// precise than asked, and those of a volume tied for a role (more
+/// repetitions may tell the leaders apart). The caller measures them again
+/// while it has repetitions and time left.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wanted {
+    pub wal: bool,
+    pub randread: bool,
+    pub bulk: bool,
+}
+
+impl Wanted {
+    pub fn any(&self) -> bool {
+        self.wal || self.randread || self.bulk
+    }
+
+    fn set(&mut self, role: Role) {
+        match role {
+            Role::Wal => self.wal = true,
+            Role::Indexes => self.randread = true,
+            Role::Bulk => self.bulk = true,
+        }
+    }
+}
+
+pub fn wanted(all: &[Scores], precision_pct: Option<f64>) -> Vec<Wanted> {
+    let names = vec![""; all.len()];
+    let ranks = rank(all, &names, precision_pct);
     all.iter()
-        .map(|s| {
-            let read = positive(s.randread_p99_us);
-            let wal = positive(s.wal_commit_p99_us);
-            let mut best_for = Vec::new();
-            let competes = !(any_durable && s.volatile);
-            // Ties share the role: two equal disks are equally good for WAL.
-            if competes && wal.is_some() && wal == best_wal {
-                best_for.push("wal");
+        .zip(&ranks)
+        .map(|(s, r)| {
+            let mut w = Wanted::default();
+            for role in ROLES {
+                let e = estimate(role.values(s));
+                let imprecise = match (e.and_then(|e| e.ci95_pct), precision_pct) {
+                    (Some(got), Some(asked)) => got > asked,
+                    _ => e.is_some() && e.unwrap().n < 2,
+                };
+                if imprecise || r.tied_for.contains(&role.as_str()) {
+                    w.set(role);
+                }
             }
-            let places = competes && !s.wal_only;
-            if places && read.is_some() && read == best_read {
-                best_for.push("indexes");
-            }
-            if places && bulk(s).is_some() && bulk(s) == best_bulk {
-                best_for.push("bulk");
-            }
-            Ranking {
-                randread_vs_best: read.zip(best_read).map(|(v, b)| v / b),
-                wal_commit_vs_best: wal.zip(best_wal).map(|(v, b)| v / b),
-                best_for,
-            }
+            w
         })
         .collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(read: f64, wal: f64, w: f64, r: f64) -> Scores {
-        Scores {
-            randread_p99_us: Some(read),
-            wal_commit_p99_us: Some(wal),
-            seqwrite_mib_s: Some(w),
-            seqread_mib_s: Some(r),
-            volatile: false,
-            wal_only: false,
-        }
-    }
-
-    #[test]
-    fn ratios_are_to_the_best_and_roles_go_to_the_winner() {
-        let ram = s(10.0, 5.0, 2000.0, 4000.0);
-        let disk = s(200.0, 1500.0, 300.0, 900.0);
-        let r = rank(&[ram, disk]);
-        assert_eq!(r[0].randread_vs_best, Some(1.0));
-        assert_eq!(r[1].randread_vs_best, Some(20.0));
-        assert_eq!(r[1].wal_commit_vs_best, Some(300.0));
-        assert_eq!(r[0].best_for, vec!["wal", "indexes", "bulk"]);
-        assert!(r[1].best_for.is_empty());
-    }
-
-    #[test]
-    fn roles_can_be_split_and_shared() {
-        let fast_reads = s(50.0, 900.0, 100.0, 100.0);
-        let fast_wal = s(80.0, 300.0, 500.0, 600.0);
-        let twin = s(80.0, 300.0, 100.0, 100.0);
-        let r = rank(&[fast_reads, fast_wal, twin]);
-        assert_eq!(r[0].best_for, vec!["indexes"]);
-        assert_eq!(r[1].best_for, vec!["wal", "bulk"]);
-        assert_eq!(r[2].best_for, vec!["wal"], "a tie shares the role");
-    }
-
-    #[test]
-    fn unmeasured_tablespaces_win_nothing_and_have_no_ratio() {
-        let r = rank(&[Scores::default(), s(10.0, 10.0, 10.0, 10.0)]);
-        assert_eq!(
-            r[0],
-            Ranking {
-                randread_vs_best: None,
-                wal_commit_vs_best: None,
-                best_for: vec![]
-            }
-        );
-        assert_eq!(r[1].randread_vs_best, Some(1.0));
-        assert!(rank(&[]).is_empty());
-    }
-
-    #[test]
-    fn volatile_storage_wins_no_role_beside_durable_storage() {
-        let ram = Scores {
-            volatile: true,
-            ..s(10.0, 5.0, 2000.0, 4000.0)
-        };
-        let ssd = s(100.0, 500.0, 300.0, 900.0);
-        let hdd = s(5000.0, 8000.0, 100.0, 150.0);
-        let r = rank(&[ram, ssd, hdd]);
-        assert!(r[0].best_for.is_empty(), "tmpfs is no place for WAL");
-        assert_eq!(r[1].best_for, vec!["wal", "indexes", "bulk"]);
-        assert_eq!(
-            r[1].wal_commit_vs_best,
-            Some(1.0),
-            "the yardstick is durable"
-        );
-        assert_eq!(r[0].wal_commit_vs_best, Some(0.01));
-        // with only volatile storage measured, it still ranks among itself
-        let r = rank(&[ram]);
-        assert_eq!(r[0].best_for, vec!["wal", "indexes", "bulk"]);
-    }
-
-    #[test]
-    fn pg_wal_competes_for_wal_only() {
-        // the WAL folder on the fastest volume: no relation can go there
-        let pg_wal = Scores {
-            wal_only: true,
-            ..s(10.0, 50.0, 3000.0, 5000.0)
-        };
-        let ssd = s(100.0, 500.0, 300.0, 900.0);
-        let r = rank(&[pg_wal, ssd]);
-        assert_eq!(r[0].best_for, vec!["wal"]);
-        assert_eq!(r[1].best_for, vec!["indexes", "bulk"]);
-        assert_eq!(
-            r[1].randread_vs_best,
-            Some(1.0),
-            "pg_wal is no yardstick for reads"
-        );
-        assert_eq!(r[0].randread_vs_best, Some(0.1));
-    }
-
-    #[test]
-    fn zero_or_nan_figures_are_ignored() {
-        let r = rank(&[s(0.0, f64::NAN, 1.0, 1.0), s(5.0, 5.0, 1.0, 1.0)]);
-        assert_eq!(r[0].randread_vs_best, None);
-        assert_eq!(r[1].best_for, vec!["wal", "indexes", "bulk"]);
-        assert_eq!(r[0].best_for, vec!["bulk"], "equal throughput ties");
-    }
-}
+mod tests;

@@ -198,6 +198,26 @@ pub fn worker_counts(workers: &[Option<i32>]) -> Result<Vec<usize>> {
         .collect()
 }
 
+/// The most repetitions compare_tablespaces() takes of a figure.
+pub const MAX_COMPARE_REPETITIONS: i32 = 20;
+
+/// compare_tablespaces()'s repetitions: at least two of each figure (the
+/// fewest Welch's test can tell volumes apart with), at most
+/// MAX_COMPARE_REPETITIONS, the maximum not below the minimum.
+pub fn compare_repetitions(min: i32, max: i32) -> Result<(usize, usize)> {
+    if !(2..=MAX_COMPARE_REPETITIONS).contains(&min) {
+        return Err(invalid(format!(
+            "min_repetitions must be between 2 and {MAX_COMPARE_REPETITIONS}, not {min}: Welch's test, which decides a role, needs two repetitions of each figure"
+        )));
+    }
+    if !(min..=MAX_COMPARE_REPETITIONS).contains(&max) {
+        return Err(invalid(format!(
+            "max_repetitions must be between min_repetitions ({min}) and {MAX_COMPARE_REPETITIONS}, not {max}"
+        )));
+    }
+    Ok((min as usize, max as usize))
+}
+
 /// Scratch file size for the suites (profile, compare_tablespaces): at most
 /// `cap` (storlab.suite_file_size, 256 MiB by default) and at most a quarter
 /// of the free space, a whole number of 1 MiB (so of every suite block size),
@@ -226,6 +246,17 @@ mod tests {
         }
     }
     const MAX: Duration = Duration::from_secs(300);
+
+    #[test]
+    fn compare_repetitions_are_checked() {
+        assert_eq!(compare_repetitions(2, 4).unwrap(), (2, 4));
+        assert_eq!(compare_repetitions(3, 3).unwrap(), (3, 3));
+        let e = compare_repetitions(1, 4).unwrap_err();
+        assert!(e.message.starts_with("min_repetitions must be between 2 and 20, not 1"), "{}", e.message);
+        let e = compare_repetitions(3, 2).unwrap_err();
+        assert_eq!(e.message, "max_repetitions must be between min_repetitions (3) and 20, not 2");
+        assert!(compare_repetitions(2, 21).is_err());
+    }
 
     #[test]
     fn defaults_pass_and_take_the_workload_sync() {
