@@ -70,7 +70,7 @@ CREATE FUNCTION storlab."compare_tablespaces"(
 VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'compare_tablespaces_wrapper';
+AS 'MODULE_PATHNAME', 'compare_volumes_wrapper';
 REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) TO pg_monitor;
 

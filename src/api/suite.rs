@@ -10,7 +10,6 @@ use pgrx::prelude::*;
 
 use super::interval_micros;
 use crate::ops::error::{invalid, raise, required, OrRaise};
-use crate::ops::identity::required_since;
 use crate::ops::probe::fetch_rows;
 use crate::ops::settings::max_probe_duration;
 use crate::ops::compare::{self, CompareArgs};
@@ -117,10 +116,10 @@ fn precision_of(p: Option<f32>) -> Option<f64> {
 /// complete call younger than max_age are measured first (a NOTICE says
 /// which and how long it may take at most; 54000 if statement_timeout is
 /// shorter); `measure => false` ranks stored figures only.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, name = "compare_tablespaces")]
 #[search_path(pg_catalog, pg_temp)]
 #[allow(clippy::too_many_arguments)]
-fn compare_tablespaces(
+fn compare_volumes(
     max_age: default!(Option<Interval>, "'1 day'"),
     duration: default!(Option<Interval>, "'2 seconds'"),
     precision_pct: default!(Option<f32>, 5),
@@ -159,15 +158,14 @@ fn compare_tablespaces(
     ),
 > {
     let _called = crate::ops::error::called("storlab.compare_tablespaces");
-    const F: &str = "compare_tablespaces()";
-    let measure = required_since(measure, "measure", F);
+    let measure = required(measure, "measure");
     let max_age = required(max_age, "max_age");
     if interval_micros(&max_age) <= 0 {
         raise(invalid("max_age must be positive, e.g. '1 day'"));
     }
     let (min_reps, max_reps) = compare_repetitions(
-        required_since(min_repetitions, "min_repetitions", F),
-        required_since(max_repetitions, "max_repetitions", F),
+        required(min_repetitions, "min_repetitions"),
+        required(max_repetitions, "max_repetitions"),
     )
     .or_raise();
     // on a standby: its own storage, unstored (it probes only what it has
@@ -187,6 +185,7 @@ fn compare_tablespaces(
         min_reps,
         max_reps,
         measure,
+        replicated: false,
     };
     let rows: Vec<_> = compare::compare(args)
         .into_iter()
@@ -226,4 +225,20 @@ fn compare_tablespaces(
         })
         .collect();
     TableIterator::new(rows)
+}
+
+/// compare_tablespaces() as storlab 0.9.0 and older declared it (three
+/// arguments, this C symbol): reached only between installing a newer
+/// package and ALTER EXTENSION UPDATE, where the new function would read
+/// arguments it is not given. It says so (55000). No SQL is generated for
+/// it: 0.10.0's compare_tablespaces() is `compare_volumes`.
+#[pg_extern(sql = false)]
+fn compare_tablespaces(
+    _max_age: Option<Interval>,
+    _duration: Option<Interval>,
+    _precision_pct: Option<f32>,
+) -> TableIterator<'static, (name!(tablespace, Name),)> {
+    crate::ops::identity::raise_update_needed(
+        "compare_tablespaces() of this database's storlab takes three arguments, and this library's six (min_repetitions, max_repetitions, measure)",
+    )
 }

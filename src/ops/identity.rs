@@ -79,30 +79,22 @@ fn installed() -> (pg_sys::Oid, String) {
 /// The release of this library (the package installed on the server).
 pub const LIBRARY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// An argument a newer release added, which must not be NULL: under an
-/// install whose SQL is older than this library (a newer package before
-/// ALTER EXTENSION UPDATE) the function is called without it, and that
-/// says so (55000) rather than "must not be NULL" (22004).
+/// 55000 for a function this library no longer serves as the installed
+/// release's SQL declares it (a newer package before ALTER EXTENSION
+/// UPDATE): `what` says what changed.
 #[track_caller]
-pub fn required_since<T>(value: Option<T>, what: &str, function: &str) -> T {
-    if value.is_none() {
-        let (_, version) = installed();
-        if version != LIBRARY_VERSION {
-            super::error::raise(
-                super::error::Error::new(
-                    super::error::SqlState::ObjectNotInPrerequisiteState,
-                    format!(
-                        "storlab's library is {LIBRARY_VERSION}, but this database's storlab is still {version}: run ALTER EXTENSION storlab UPDATE"
-                    ),
-                )
-                .with_detail(format!(
-                    "{function} of storlab {version} has no argument {what}, which this library needs."
-                ))
-                .with_hint("ALTER EXTENSION storlab UPDATE; (as the extension's owner, in each database that has it) keeps every stored row."),
-            );
-        }
-    }
-    super::error::required(value, what)
+pub fn raise_update_needed(what: &str) -> ! {
+    let (_, version) = installed();
+    super::error::raise(
+        super::error::Error::new(
+            super::error::SqlState::ObjectNotInPrerequisiteState,
+            format!(
+                "storlab's library is {LIBRARY_VERSION}, but this database's storlab is still {version}: run ALTER EXTENSION storlab UPDATE"
+            ),
+        )
+        .with_detail(format!("{what}; the call was not run."))
+        .with_hint("ALTER EXTENSION storlab UPDATE; (as the extension's owner, in each database that has it) keeps every stored row."),
+    )
 }
 
 /// Runs `f` as the extension's owner, restricted, behind the pinned

@@ -249,7 +249,9 @@ pub struct TablespaceFigures {
 /// WAL commit p99 (lower is better), sequential throughput (higher is).
 pub fn tablespaces(title: &str, rows: &[TablespaceFigures]) -> Result<String> {
     if rows.is_empty() {
-        return Err(ChartError("no standard-suite probes are stored yet".into()));
+        return Err(ChartError(
+            "no whole standard suite is stored yet: compare_tablespaces() or profile() measures one".into(),
+        ));
     }
     svg(|root| {
         let root = root.titled(title, caption_font())?;
