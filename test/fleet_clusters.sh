@@ -27,7 +27,8 @@
 #   - a reinstall of storlab on a member (of another cluster than the
 #     collector's) is read right through the collector's cached
 #     postgres_fdw session: the new install's node, the new probe under it;
-#   - a collector updated from the release before (sql/versions; skipped
+#   - a collector updated from 0.8.0, the last release without the
+#     fleet's foreign keys (sql/versions; skipped
 #     without its script) keeps a copied baseline's links and drops those to
 #     copies deleted by hand, and a baseline's probe cannot be deleted;
 #   - bad input against real servers: an unreachable server (08001), a
@@ -63,7 +64,7 @@ LAB_MEMBER=storlab_fleet_member
 OLD_DB=storlab_fleet_old
 TWIN_DB=storlab_fleet_old_twin
 UPDATED_DB=storlab_fleet_updated
-PREVIOUS=0.9.0  # the release before this one: a collector updated from it
+PREVIOUS=0.8.0  # the last release without the fleet's foreign keys: a collector updated from it
 OLD_VERSION=0.5.0
 # the version this tree builds, as every member and the collector run it
 VERSION=$(sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
@@ -557,7 +558,7 @@ is "$(collector -c "SELECT node_id FROM storlab.fleet_members WHERE name = 're'"
   "$RE_NODE | $RE_NODE" \
   "through it the collector reads the new install's node, the one its storlab.nodes holds, and copies the new probe under it"
 
-# ---- a collector updated from the release before ---------------------------
+# ---- a collector updated from the last release without foreign keys -------
 
 # Copies deleted by hand under $PREVIOUS may have left links of a copied
 # baseline to probes (or baselines) that are gone: the update drops those
