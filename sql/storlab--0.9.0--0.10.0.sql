@@ -143,3 +143,54 @@ END
 $$;
 DROP FUNCTION storlab.compare_tablespaces_0_9(interval, interval, real);
 DROP FUNCTION storlab.compare_fleet_0_9(text[], interval);
+
+-- measure_tablespaces(): compare_tablespaces()'s measuring, committed
+-- volume by volume, so that a cancel keeps what it finished.
+CREATE FUNCTION storlab."measure_volume"(
+	"tablespace" name, /* Option < Name > */
+	"suite_call" uuid, /* Option < pgrx :: datum :: Uuid > */
+	"max_age" interval, /* Option < Interval > */
+	"duration" interval, /* Option < Interval > */
+	"precision_pct" real, /* Option < f32 > */
+	"min_repetitions" INT, /* Option < i32 > */
+	"max_repetitions" INT /* Option < i32 > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'measure_volume_wrapper';
+-- compare_tablespaces()'s measuring as a procedure that keeps what it
+-- measured: each volume without a complete suite call younger than max_age
+-- is measured in a transaction of its own and committed, so a cancel
+-- (statement_timeout, pg_cancel_backend) keeps every volume it finished;
+-- compare_tablespaces() then ranks them. The volumes go one after another
+-- (not round after round across them, as one compare_tablespaces() call
+-- does). Returns the suite call's uuid (storlab.probes.suite_call).
+CREATE PROCEDURE storlab.measure_tablespaces(max_age interval DEFAULT '1 day', duration interval DEFAULT '2 seconds',
+                                             precision_pct real DEFAULT 5, min_repetitions integer DEFAULT 2,
+                                             max_repetitions integer DEFAULT 4, INOUT suite_call uuid DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v pg_catalog.name;
+  n pg_catalog.int8;
+  done pg_catalog.int4 := 0;
+BEGIN
+  IF suite_call IS NULL THEN
+    suite_call := pg_catalog.gen_random_uuid();
+  END IF;
+  FOR v IN SELECT c.tablespace
+             FROM storlab.compare_tablespaces(max_age, duration, precision_pct, min_repetitions, max_repetitions, false) c
+            WHERE c.same_volume_as IS NULL AND c.repetitions OPERATOR(pg_catalog.=) 0
+  LOOP
+    n := storlab.measure_volume(v, suite_call, max_age, duration, precision_pct, min_repetitions, max_repetitions);
+    COMMIT;
+    IF n OPERATOR(pg_catalog.>) 0 THEN
+      done := done OPERATOR(pg_catalog.+) 1;
+      RAISE NOTICE 'storlab: the volume of % measured and committed (% probes)', v, n;
+    END IF;
+  END LOOP;
+  RAISE NOTICE 'storlab: % volume(s) measured; storlab.compare_tablespaces() ranks them', done;
+END $$;
+
+REVOKE ALL ON FUNCTION storlab.measure_volume(name, uuid, interval, interval, real, integer, integer) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE storlab.measure_tablespaces(interval, interval, real, integer, integer, uuid) FROM PUBLIC;

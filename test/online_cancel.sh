@@ -56,7 +56,8 @@ t0=$(ms)
 sql -c "SELECT storlab.cancel($job)" >/dev/null
 done_query="SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE 'REINDEX%' AND state <> 'idle')
                AND (SELECT status FROM storlab.jobs WHERE id = $job) = 'cancelled'
-               AND NOT EXISTS (SELECT FROM pg_index WHERE indrelid = 't'::regclass AND NOT indisvalid)"
+               AND NOT EXISTS (SELECT FROM pg_index WHERE indrelid = 't'::regclass AND NOT indisvalid)
+               AND NOT EXISTS (SELECT FROM pg_locks WHERE relation = 't'::regclass AND mode = 'ShareUpdateExclusiveLock')"
 until_true "$done_query" 100
 took=$(($(ms) - t0))
 is "$(sql -c "SELECT status FROM storlab.jobs WHERE id = $job")" cancelled "cancel(): the job reads cancelled"

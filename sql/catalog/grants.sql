@@ -95,6 +95,39 @@ BEGIN
   END IF;
 END $$;
 
+-- compare_tablespaces()'s measuring as a procedure that keeps what it
+-- measured: each volume without a complete suite call younger than max_age
+-- is measured in a transaction of its own and committed, so a cancel
+-- (statement_timeout, pg_cancel_backend) keeps every volume it finished;
+-- compare_tablespaces() then ranks them. The volumes go one after another
+-- (not round after round across them, as one compare_tablespaces() call
+-- does). Returns the suite call's uuid (storlab.probes.suite_call).
+CREATE PROCEDURE storlab.measure_tablespaces(max_age interval DEFAULT '1 day', duration interval DEFAULT '2 seconds',
+                                             precision_pct real DEFAULT 5, min_repetitions integer DEFAULT 2,
+                                             max_repetitions integer DEFAULT 4, INOUT suite_call uuid DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v pg_catalog.name;
+  n pg_catalog.int8;
+  done pg_catalog.int4 := 0;
+BEGIN
+  IF suite_call IS NULL THEN
+    suite_call := pg_catalog.gen_random_uuid();
+  END IF;
+  FOR v IN SELECT c.tablespace
+             FROM storlab.compare_tablespaces(max_age, duration, precision_pct, min_repetitions, max_repetitions, false) c
+            WHERE c.same_volume_as IS NULL AND c.repetitions OPERATOR(pg_catalog.=) 0
+  LOOP
+    n := storlab.measure_volume(v, suite_call, max_age, duration, precision_pct, min_repetitions, max_repetitions);
+    COMMIT;
+    IF n OPERATOR(pg_catalog.>) 0 THEN
+      done := done OPERATOR(pg_catalog.+) 1;
+      RAISE NOTICE 'storlab: the volume of % measured and committed (% probes)', v, n;
+    END IF;
+  END LOOP;
+  RAISE NOTICE 'storlab: % volume(s) measured; storlab.compare_tablespaces() ranks them', done;
+END $$;
+
 -- Privileges. Functions that write files, move relations or run programs are
 -- not executable by PUBLIC; read-only reports are granted to pg_monitor.
 -- The schema itself is usable by everyone so that a refused call names the
@@ -113,6 +146,8 @@ REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real, int
 -- measure => false ranks the stored figures only; measuring takes EXECUTE
 -- on storlab.profile() too (ops::compare), as measuring by hand does
 GRANT EXECUTE ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) TO pg_monitor;
+REVOKE ALL ON FUNCTION storlab.measure_volume(name, uuid, interval, interval, real, integer, integer) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE storlab.measure_tablespaces(interval, interval, real, integer, integer, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.probe_read_path(name, integer[], bigint, integer, text) FROM PUBLIC;
 
 -- Stored results are read-only reports.

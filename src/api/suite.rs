@@ -186,6 +186,7 @@ fn compare_volumes(
         max_reps,
         measure,
         replicated: false,
+        within_timeout: true,
     };
     let rows: Vec<_> = compare::compare(args)
         .into_iter()
@@ -241,4 +242,61 @@ fn compare_tablespaces(
     crate::ops::identity::raise_update_needed(
         "compare_tablespaces() of this database's storlab takes three arguments, and this library's six (min_repetitions, max_repetitions, measure)",
     )
+}
+
+/// One step of `CALL storlab.measure_tablespaces()` (sql/catalog/measure.sql):
+/// the volume `tablespace` is on, measured as part of suite call
+/// `suite_call` unless it has a complete call younger than max_age; the
+/// probes it made.
+#[pg_extern(volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+#[allow(clippy::too_many_arguments)]
+fn measure_volume(
+    tablespace: Option<Name>,
+    suite_call: Option<pgrx::datum::Uuid>,
+    max_age: Option<Interval>,
+    duration: Option<Interval>,
+    precision_pct: Option<f32>,
+    min_repetitions: Option<i32>,
+    max_repetitions: Option<i32>,
+) -> i64 {
+    let _called = crate::ops::error::called("storlab.measure_tablespaces");
+    crate::ops::standby::measuring();
+    // SAFETY: a plain read of the transaction state.
+    if unsafe { pg_sys::IsTransactionBlock() } {
+        raise(
+            crate::ops::error::Error::new(
+                crate::ops::error::SqlState::ActiveSqlTransaction,
+                "storlab.measure_tablespaces cannot run inside a transaction block",
+            )
+            .with_detail("It commits after each volume, so that a cancel keeps every volume it finished. Nothing was measured.")
+            .with_hint("CALL it on its own, outside BEGIN ... COMMIT; compare_tablespaces() measures within a transaction."),
+        );
+    }
+    let tablespace = required(tablespace, "tablespace");
+    let call = required(suite_call, "suite_call").to_string();
+    let max_age = required(max_age, "max_age");
+    if interval_micros(&max_age) <= 0 {
+        raise(invalid("max_age must be positive, e.g. '1 day'"));
+    }
+    let (min_reps, max_reps) = compare_repetitions(
+        required(min_repetitions, "min_repetitions"),
+        required(max_repetitions, "max_repetitions"),
+    )
+    .or_raise();
+    let args = CompareArgs {
+        max_age,
+        run: SuiteRun {
+            duration: duration_of(duration),
+            precision_pct: precision_of(precision_pct),
+            label: "measure_tablespaces",
+            call: Some(&call),
+        },
+        min_reps,
+        max_reps,
+        measure: true,
+        replicated: false,
+        within_timeout: false,
+    };
+    compare::measure_volume_of(tablespace.as_str(), &args)
 }

@@ -41,6 +41,10 @@ pub struct CompareArgs<'a> {
     /// read the stored rows even on a standby (the primary's, replicated),
     /// where a comparison reads only this session's own measurements
     pub replicated: bool,
+    /// refuse (54000) when statement_timeout is shorter than the most the
+    /// measuring may take; measure_tablespaces(), which keeps each volume
+    /// it finishes, measures on
+    pub within_timeout: bool,
 }
 
 /// One output row: a target, its volume's figures and ranking.
@@ -270,7 +274,7 @@ fn check_time(most: Duration) -> Result<(), Error> {
         )
         .with_detail("Nothing was measured: a call cancelled by statement_timeout would keep nothing.")
         .with_hint(format!(
-            "SET LOCAL statement_timeout = '{}s' in a transaction for this call, or ask for less (duration, max_repetitions), or rank the stored figures only: compare_tablespaces(measure => false).",
+            "CALL storlab.measure_tablespaces() measures volume by volume and keeps each one it finishes; or SET LOCAL statement_timeout = '{}s' in a transaction for this call, or ask for less (duration, max_repetitions), or rank the stored figures only: compare_tablespaces(measure => false).",
             most.as_secs_f64().ceil() as u64
         )));
     }
@@ -440,7 +444,9 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
         args.run.duration,
         sizes.iter().copied().max().unwrap_or(0),
     );
-    check_time(most).or_raise();
+    if args.within_timeout {
+        check_time(most).or_raise();
+    }
     let described = described(targets, vols, which);
     notice!(
         "storlab: measuring {} volume{}: {}; at most {} (the suite {} times on each, its ranked figures up to {} times where less precise than {} or tied, probes of at most {} after filling a {} MiB file)",
@@ -551,6 +557,7 @@ pub fn stored() -> Vec<Compared> {
         max_reps: 1,
         measure: false,
         replicated: true,
+        within_timeout: true,
     })
 }
 
@@ -569,4 +576,29 @@ pub fn volume_members() -> Vec<(String, Vec<String>)> {
         }
     }
     out
+}
+
+/// measure_tablespaces()'s step: the volume `tablespace` is on, measured
+/// as part of suite call `args.run.call` unless it has a complete call
+/// younger than max_age; the number of probes it made. The procedure
+/// commits after each volume, so a cancel keeps every volume it finished.
+pub fn measure_volume_of(tablespace: &str, args: &CompareArgs) -> i64 {
+    let targets = all_targets();
+    let vols = volumes_of(&targets);
+    let Some(k) = vols
+        .iter()
+        .position(|v| v.members.iter().any(|&i| targets[i].name == tablespace))
+    else {
+        Error::new(
+            SqlState::UndefinedObject,
+            format!("tablespace \"{tablespace}\" does not exist"),
+        )
+        .raise()
+    };
+    let names: Vec<String> = vols[k].members.iter().map(|&i| targets[i].name.clone()).collect();
+    if newest_call(&names, &args.max_age, args.min_reps, false).is_some() {
+        return 0;
+    }
+    measure_volumes(&targets, &vols, &[k], args);
+    call_reps(&names, &args.max_age, args.run.call.unwrap_or_default(), false).len() as i64
 }
