@@ -16,6 +16,11 @@ CREATE INDEX probes_suite_call ON storlab.probes (tablespace, started_at DESC)
   WHERE suite = 'standard' AND ops > 0 AND suite_call IS NOT NULL;
 CREATE INDEX probes_call_rows ON storlab.probes (suite_call, started_at)
   WHERE suite_call IS NOT NULL;
+-- each tablespace's newest profile() sweep (the profile and depths charts):
+-- more than one worker count, or a depth besides the suite's own 1 and 32
+CREATE INDEX probes_sweeps ON storlab.probes (tablespace, started_at DESC)
+  WHERE suite = 'standard' AND ops > 0 AND suite_call IS NOT NULL AND label = 'profile'
+    AND ((workers > 1 AND iodepth = 1) OR (workers = 1 AND iodepth > 1 AND iodepth <> 32));
 
 CREATE OR REPLACE VIEW storlab.own_probes WITH (security_barrier) AS
 SELECT p.id, p.tablespace, p.location, p.workload, p.block_size, p.workers, p.direct, p.sync_method,
