@@ -152,7 +152,7 @@ pub fn advise(
     let (miss, measured) = miss_ratio(blks_read, blks_hit);
     let miss_said = if measured {
         format!(
-            "{:.1} % of this database's block reads miss shared buffers (pg_stat_database)",
+            "{:.1} % of this database's block reads missing shared buffers (pg_stat_database)",
             miss * 100.0
         )
     } else {
@@ -435,7 +435,7 @@ mod tests {
         let rows = advise(&two_tablespaces(), 500_000, 500_000, None);
         assert!(rows[0]
             .advice
-            .contains("50.0 % of this database's block reads miss shared buffers"));
+            .contains("50.0 % of this database's block reads missing shared buffers"));
         // lab_disk: 100 / 9.765625 x 0.5 = 5.12
         assert!(rows[0]
             .statement
