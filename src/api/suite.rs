@@ -9,10 +9,10 @@ use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
 use super::interval_micros;
+use crate::ops::compare::{self, CompareArgs};
 use crate::ops::error::{invalid, raise, required, OrRaise};
 use crate::ops::probe::fetch_rows;
 use crate::ops::settings::max_probe_duration;
-use crate::ops::compare::{self, CompareArgs};
 use crate::ops::suite::{self, SuiteRun};
 use crate::ops::targets::{all_targets, resolve};
 use crate::sqltypes::Name;

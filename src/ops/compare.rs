@@ -23,11 +23,11 @@ use super::standby;
 use super::suite::{measure_item, suite_file_once, warn_skip, SuiteRun};
 use super::targets::{all_targets, check_may_write_each, Target};
 use storlab_core::env;
+use storlab_core::record::{Probe, Record};
 use storlab_core::report::compare::{rank, wanted, Ranking, Scores, Wanted};
 use storlab_core::report::volumes::{
     complete, figures, item_of, items_for, most_time, volumes, Rep, VolumeFigures,
 };
-use storlab_core::record::{Probe, Record};
 use storlab_core::request::probe::SUITE;
 
 /// How compare_tablespaces() measures and reads.
@@ -150,7 +150,10 @@ fn newest_call(
         if complete(&of_call, min_reps) {
             return Some(reps);
         }
-        before = reps.iter().map(|r| r.at).reduce(|a, b| if b < a { b } else { a });
+        before = reps
+            .iter()
+            .map(|r| r.at)
+            .reduce(|a, b| if b < a { b } else { a });
         before?;
     }
     None
@@ -342,7 +345,11 @@ pub fn compare(args: CompareArgs) -> Vec<Compared> {
         if cut_short.contains(&k) {
             ranking.caveats.push(format!(
                 "{}: the suite did not complete on this volume (see the WARNING)",
-                if figs[k].scores == Scores::default() { "not measured" } else { "incomplete" }
+                if figs[k].scores == Scores::default() {
+                    "not measured"
+                } else {
+                    "incomplete"
+                }
             ));
         }
         if calls[k].is_none() {
@@ -381,7 +388,11 @@ fn described(targets: &[Target], vols: &[Volume], which: &[usize]) -> Vec<String
         .iter()
         .map(|&k| {
             let v = &vols[k];
-            let mut names: Vec<&str> = v.members.iter().map(|&i| targets[i].name.as_str()).collect();
+            let mut names: Vec<&str> = v
+                .members
+                .iter()
+                .map(|&i| targets[i].name.as_str())
+                .collect();
             let first = names.remove(0);
             if names.is_empty() {
                 first.to_string()
@@ -502,9 +513,17 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
             let scores: Vec<Scores> = which
                 .iter()
                 .map(|&k| {
-                    let names: Vec<String> =
-                        vols[k].members.iter().map(|&i| targets[i].name.clone()).collect();
-                    let reps = call_reps(&names, &args.max_age, args.run.call.unwrap_or_default(), false);
+                    let names: Vec<String> = vols[k]
+                        .members
+                        .iter()
+                        .map(|&i| targets[i].name.clone())
+                        .collect();
+                    let reps = call_reps(
+                        &names,
+                        &args.max_age,
+                        args.run.call.unwrap_or_default(),
+                        false,
+                    );
                     let mut s = figures(&reps.iter().collect::<Vec<_>>()).scores;
                     s.volatile = volatile(&targets[vols[k].members[0]]);
                     s.wal_only = vols[k].members.iter().all(|&i| targets[i].kind == "wal");
@@ -571,7 +590,12 @@ pub fn volume_members() -> Vec<(String, Vec<String>)> {
     for v in &vols {
         for &i in &v.members {
             let mut peers = vec![targets[i].name.clone()];
-            peers.extend(v.members.iter().filter(|&&j| j != i).map(|&j| targets[j].name.clone()));
+            peers.extend(
+                v.members
+                    .iter()
+                    .filter(|&&j| j != i)
+                    .map(|&j| targets[j].name.clone()),
+            );
             out.push((targets[i].name.clone(), peers));
         }
     }
@@ -595,10 +619,20 @@ pub fn measure_volume_of(tablespace: &str, args: &CompareArgs) -> i64 {
         )
         .raise()
     };
-    let names: Vec<String> = vols[k].members.iter().map(|&i| targets[i].name.clone()).collect();
+    let names: Vec<String> = vols[k]
+        .members
+        .iter()
+        .map(|&i| targets[i].name.clone())
+        .collect();
     if newest_call(&names, &args.max_age, args.min_reps, false).is_some() {
         return 0;
     }
     measure_volumes(&targets, &vols, &[k], args);
-    call_reps(&names, &args.max_age, args.run.call.unwrap_or_default(), false).len() as i64
+    call_reps(
+        &names,
+        &args.max_age,
+        args.run.call.unwrap_or_default(),
+        false,
+    )
+    .len() as i64
 }

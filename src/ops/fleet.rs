@@ -200,7 +200,13 @@ pub fn compare_fleet(servers: Option<Vec<String>>, max_age: Interval) -> Vec<Fle
             .filter_map(|r| {
                 Some(Rep {
                     call: String::new(),
-                    item: item_of(&r.workload, r.block_size, &r.sync_method, r.workers, r.iodepth)?,
+                    item: item_of(
+                        &r.workload,
+                        r.block_size,
+                        &r.sync_method,
+                        r.workers,
+                        r.iodepth,
+                    )?,
                     lat_p50_us: r.lat_p50_us,
                     lat_p99_us: r.lat_p99_us,
                     iops: r.iops,

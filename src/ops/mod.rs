@@ -6,8 +6,8 @@
 pub mod advice;
 pub mod backend_wait;
 pub mod chart;
-pub mod compare;
 pub mod checks;
+pub mod compare;
 pub mod error;
 pub mod experiment;
 pub mod fleet;

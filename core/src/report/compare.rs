@@ -216,12 +216,9 @@ pub fn rank(all: &[Scores], names: &[&str], precision_pct: Option<f64>) -> Vec<R
                     let n = (est[i][k].unwrap().n, est[j][k].unwrap().n);
                     let test = tells_apart(role.values(&all[i]), role.values(&all[j]));
                     match test {
-                        Some((p, _)) => format!(
-                            "{} (Welch p = {p:.2}, {} and {})",
-                            names[j],
-                            n.0,
-                            reps(n.1)
-                        ),
+                        Some((p, _)) => {
+                            format!("{} (Welch p = {p:.2}, {} and {})", names[j], n.0, reps(n.1))
+                        }
                         None => format!(
                             "{} (no test: {} and {}; Welch's test needs 2 of each)",
                             names[j],

@@ -7,5 +7,5 @@ pub mod io;
 pub mod latency;
 pub mod pooled;
 pub mod samples;
-pub mod volumes;
 pub mod sequential;
+pub mod volumes;

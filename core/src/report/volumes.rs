@@ -119,7 +119,10 @@ pub struct VolumeFigures<At> {
 }
 
 fn mean_of<At>(reps: &[&Rep<At>], item: usize, f: impl Fn(&Rep<At>) -> Option<f64>) -> Vec<f64> {
-    reps.iter().filter(|r| r.item == item).filter_map(|r| f(r)).collect()
+    reps.iter()
+        .filter(|r| r.item == item)
+        .filter_map(|r| f(r))
+        .collect()
 }
 
 fn mean(v: &[f64]) -> Option<f64> {

@@ -252,9 +252,17 @@ mod tests {
         assert_eq!(compare_repetitions(2, 4).unwrap(), (2, 4));
         assert_eq!(compare_repetitions(3, 3).unwrap(), (3, 3));
         let e = compare_repetitions(1, 4).unwrap_err();
-        assert!(e.message.starts_with("min_repetitions must be between 2 and 20, not 1"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("min_repetitions must be between 2 and 20, not 1"),
+            "{}",
+            e.message
+        );
         let e = compare_repetitions(3, 2).unwrap_err();
-        assert_eq!(e.message, "max_repetitions must be between min_repetitions (3) and 20, not 2");
+        assert_eq!(
+            e.message,
+            "max_repetitions must be between min_repetitions (3) and 20, not 2"
+        );
         assert!(compare_repetitions(2, 21).is_err());
     }
 

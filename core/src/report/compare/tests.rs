@@ -25,7 +25,11 @@ fn an_estimate_is_the_mean_with_its_interval() {
     assert!((e.ci95_pct.unwrap() - 24.84).abs() < 0.01, "{e:?}");
     let one = estimate(&[5.0]).unwrap();
     assert_eq!(one.ci95_pct, None, "one repetition: no spread known");
-    assert_eq!(estimate(&[0.0, f64::NAN]), None, "failed probes count for nothing");
+    assert_eq!(
+        estimate(&[0.0, f64::NAN]),
+        None,
+        "failed probes count for nothing"
+    );
 }
 
 #[test]
@@ -55,20 +59,32 @@ fn figures_that_cannot_be_told_apart_tie_and_no_one_wins() {
         assert!(!x.best_for.contains(&"wal"), "{x:?}");
         assert!(x.tied_for.contains(&"wal"), "{x:?}");
         assert!(
-            x.caveats.iter().any(|c| c.starts_with("wal: a tie, no one is best: wal commit p99 cannot be told apart from ")),
+            x.caveats.iter().any(|c| c.starts_with(
+                "wal: a tie, no one is best: wal commit p99 cannot be told apart from "
+            )),
             "{:?}",
             x.caveats
         );
         assert!(
-            x.caveats.iter().any(|c| c.starts_with("wal commit p99: ±") && c.ends_with("over 3 repetitions (5 % asked)")),
+            x.caveats.iter().any(|c| c.starts_with("wal commit p99: ±")
+                && c.ends_with("over 3 repetitions (5 % asked)")),
             "{:?}",
             x.caveats
         );
     }
-    assert!(r[0].caveats.iter().any(|c| c.contains("from b (Welch p = ")), "{:?}", r[0].caveats);
+    assert!(
+        r[0].caveats
+            .iter()
+            .any(|c| c.contains("from b (Welch p = ")),
+        "{:?}",
+        r[0].caveats
+    );
     // the read and bulk figures are identical: a tie too, p = 1
     assert_eq!(r[0].tied_for, vec!["wal", "indexes", "bulk"]);
-    assert!(r[1].caveats.iter().any(|c| c.contains("from a (Welch p = 1.00, 3 and 3 repetitions)")));
+    assert!(r[1]
+        .caveats
+        .iter()
+        .any(|c| c.contains("from a (Welch p = 1.00, 3 and 3 repetitions)")));
 }
 
 #[test]
@@ -81,7 +97,9 @@ fn one_repetition_is_no_test_and_wins_nothing_against_another() {
     assert!(r[0].best_for.is_empty());
     assert_eq!(r[0].tied_for, vec!["indexes"]);
     assert!(r[0].caveats.contains(&"indexes: a tie, no one is best: 8 kB random read p99 cannot be told apart from b (no test: 1 and 1 repetition; Welch's test needs 2 of each)".to_string()), "{:?}", r[0].caveats);
-    assert!(r[0].caveats.contains(&"8 kB random read p99: measured once, its precision is unknown".to_string()));
+    assert!(r[0]
+        .caveats
+        .contains(&"8 kB random read p99: measured once, its precision is unknown".to_string()));
     // alone, it has no one to beat
     let r = rank(&[one(50.0)], &names(1), Some(5.0));
     assert_eq!(r[0].best_for, vec!["indexes"]);
@@ -101,7 +119,10 @@ fn a_leader_wins_only_when_it_beats_every_other_candidate() {
     let r = rank(&[a, b, c], &names(3), None);
     assert!(!r[0].best_for.contains(&"indexes"));
     assert!(r[0].tied_for.contains(&"indexes") && r[2].tied_for.contains(&"indexes"));
-    assert!(!r[1].tied_for.contains(&"indexes"), "b is significantly worse than a");
+    assert!(
+        !r[1].tied_for.contains(&"indexes"),
+        "b is significantly worse than a"
+    );
 }
 
 #[test]
@@ -121,9 +142,15 @@ fn volatile_storage_wins_no_role_beside_durable_storage() {
     let ssd = s(100.0, 500.0, 1200.0);
     let hdd = s(5000.0, 8000.0, 250.0);
     let r = rank(&[ram.clone(), ssd, hdd], &names(3), None);
-    assert!(r[0].best_for.is_empty() && r[0].tied_for.is_empty(), "tmpfs is no place for WAL");
+    assert!(
+        r[0].best_for.is_empty() && r[0].tied_for.is_empty(),
+        "tmpfs is no place for WAL"
+    );
     assert_eq!(r[1].best_for, vec!["wal", "indexes", "bulk"]);
-    assert!((r[1].wal_commit_vs_best.unwrap() - 1.0).abs() < 1e-12, "the yardstick is durable");
+    assert!(
+        (r[1].wal_commit_vs_best.unwrap() - 1.0).abs() < 1e-12,
+        "the yardstick is durable"
+    );
     assert!((r[0].wal_commit_vs_best.unwrap() - 0.01).abs() < 1e-12);
     // with only volatile storage measured, it still ranks among itself
     let r = rank(&[ram], &names(1), None);
@@ -140,7 +167,10 @@ fn a_volume_of_pg_wal_alone_competes_for_wal_only() {
     let r = rank(&[pg_wal, ssd], &names(2), None);
     assert_eq!(r[0].best_for, vec!["wal"]);
     assert_eq!(r[1].best_for, vec!["indexes", "bulk"]);
-    assert!((r[1].randread_vs_best.unwrap() - 1.0).abs() < 1e-12, "pg_wal is no yardstick for reads");
+    assert!(
+        (r[1].randread_vs_best.unwrap() - 1.0).abs() < 1e-12,
+        "pg_wal is no yardstick for reads"
+    );
     assert!((r[0].randread_vs_best.unwrap() - 0.1).abs() < 1e-12);
 }
 
@@ -150,8 +180,22 @@ fn more_repetitions_are_wanted_where_imprecise_or_tied() {
     let twin = s(100.0, 300.0, 900.0);
     let w = wanted(&[precise.clone(), twin], Some(5.0));
     // reads tie (the same figures): both want more; WAL and bulk are decided
-    assert_eq!(w[0], Wanted { wal: false, randread: true, bulk: false });
-    assert_eq!(w[1], Wanted { wal: false, randread: true, bulk: false });
+    assert_eq!(
+        w[0],
+        Wanted {
+            wal: false,
+            randread: true,
+            bulk: false
+        }
+    );
+    assert_eq!(
+        w[1],
+        Wanted {
+            wal: false,
+            randread: true,
+            bulk: false
+        }
+    );
     let noisy = Scores {
         bulk_mib_s: vec![400.0, 600.0],
         ..s(10.0, 10.0, 1.0)
@@ -159,5 +203,12 @@ fn more_repetitions_are_wanted_where_imprecise_or_tied() {
     let w = wanted(&[precise, noisy], Some(5.0));
     assert!(w[1].bulk, "±127 % where 5 % was asked");
     // the noisy figure cannot be told from the precise one: both again
-    assert_eq!(w[0], Wanted { wal: false, randread: false, bulk: true });
+    assert_eq!(
+        w[0],
+        Wanted {
+            wal: false,
+            randread: false,
+            bulk: true
+        }
+    );
 }

@@ -12,10 +12,21 @@ fn a_probe_counts_for_its_item_or_its_stand_in() {
     assert_eq!(item_of("randread", 8192, "none", 1, 1), Some(0));
     let queued = SUITE.iter().position(|i| i.iodepth > 1).unwrap();
     assert_eq!(item_of("randread", 8192, "none", 1, 32), Some(queued));
-    assert_eq!(item_of("randread", 8192, "none", 32, 1), Some(queued), "32 psync workers stand in");
-    assert_eq!(item_of("randread", 8192, "none", 4, 1), None, "a profile at 4 workers is another figure");
+    assert_eq!(
+        item_of("randread", 8192, "none", 32, 1),
+        Some(queued),
+        "32 psync workers stand in"
+    );
+    assert_eq!(
+        item_of("randread", 8192, "none", 4, 1),
+        None,
+        "a profile at 4 workers is another figure"
+    );
     assert_eq!(item_of("randread", 4096, "none", 1, 1), None);
-    assert_eq!(item_of("wal", 8192, "fdatasync", 1, 1).map(|i| SUITE[i].workload), Some(Workload::Wal));
+    assert_eq!(
+        item_of("wal", 8192, "fdatasync", 1, 1).map(|i| SUITE[i].workload),
+        Some(Workload::Wal)
+    );
 }
 
 fn rep(call: &str, item: usize, v: f64, at: i64) -> Rep<i64> {
@@ -35,7 +46,12 @@ fn call(name: &str, n: usize, v: f64, at: i64) -> Vec<Rep<i64>> {
     let mut out = Vec::new();
     for r in 0..n {
         for k in 0..SUITE.len() {
-            out.push(rep(name, k, v + r as f64, at + (r * SUITE.len() + k) as i64));
+            out.push(rep(
+                name,
+                k,
+                v + r as f64,
+                at + (r * SUITE.len() + k) as i64,
+            ));
         }
     }
     out
@@ -58,7 +74,11 @@ fn a_call_is_complete_with_every_item_and_its_repetitions() {
     let f = figures(&of(&two));
     assert_eq!(f.scores.randread_p99_us, vec![10.0, 11.0]);
     assert_eq!(f.randread_p50_us, Some(5.25));
-    assert_eq!(f.scores.bulk_mib_s, vec![20.0, 22.0], "write + read of each round");
+    assert_eq!(
+        f.scores.bulk_mib_s,
+        vec![20.0, 22.0],
+        "write + read of each round"
+    );
     assert_eq!(f.seqwrite_mib_s.unwrap().mean, 10.5);
     assert_eq!(f.randread_p99_us.unwrap().n, 2);
     // two repetitions 10 and 11: ±(12.706 x 0.5 / 10.5) = ±60.5 %
@@ -70,7 +90,11 @@ fn a_call_is_complete_with_every_item_and_its_repetitions() {
 #[test]
 fn extra_repetitions_count_for_the_ranked_figures() {
     let mut reps = call("c", 2, 10.0, 0);
-    for k in items_for(Wanted { wal: true, randread: false, bulk: false }) {
+    for k in items_for(Wanted {
+        wal: true,
+        randread: false,
+        bulk: false,
+    }) {
         reps.push(rep("c", k, 30.0, 50));
     }
     let of_call: Vec<&Rep<i64>> = reps.iter().collect();
@@ -83,8 +107,22 @@ fn extra_repetitions_count_for_the_ranked_figures() {
 #[test]
 fn the_ranked_figures_are_made_of_these_items() {
     let names = |w| -> Vec<String> { items_for(w).into_iter().map(|k| SUITE[k].name()).collect() };
-    assert_eq!(names(Wanted { wal: true, randread: false, bulk: false }), vec!["wal"]);
-    assert_eq!(names(Wanted { wal: false, randread: true, bulk: true }), vec!["randread", "seqwrite", "seqread"]);
+    assert_eq!(
+        names(Wanted {
+            wal: true,
+            randread: false,
+            bulk: false
+        }),
+        vec!["wal"]
+    );
+    assert_eq!(
+        names(Wanted {
+            wal: false,
+            randread: true,
+            bulk: true
+        }),
+        vec!["randread", "seqwrite", "seqread"]
+    );
     assert!(names(Wanted::default()).is_empty());
 }
 
@@ -94,5 +132,8 @@ fn the_most_time_counts_every_probe_and_its_fill() {
     // 256 MiB filled at 256 MiB/s (1 s) and at 128 MiB/s (2 s)
     let t = most_time(&[256.0, 128.0], 2, 4, Duration::from_secs(1), 256 << 20);
     assert_eq!(t, Duration::from_secs(20 * 2 + 20 * 3));
-    assert_eq!(most_time(&[], 2, 4, Duration::from_secs(1), 1), Duration::ZERO);
+    assert_eq!(
+        most_time(&[], 2, 4, Duration::from_secs(1), 1),
+        Duration::ZERO
+    );
 }
