@@ -132,7 +132,7 @@ fn newest_call(
                     &[
                         name.clone().into(),
                         this_server().into(),
-                        max_age.clone().into(),
+                        (*max_age).into(),
                         before.into(),
                         standby::probes_arg(),
                     ],
@@ -180,7 +180,7 @@ fn call_reps(
     let args = vec![
         names.to_vec().into(),
         this_server().into(),
-        max_age.clone().into(),
+        (*max_age).into(),
         call.to_string().into(),
         standby::probes_arg(),
     ];
