@@ -246,8 +246,9 @@ fn last_fill_rate(targets: &[Target], v: &Volume) -> Option<f64> {
     .filter(|r| r.is_finite() && *r > 0.0)
 }
 
-/// The fill speed assumed for a volume never measured: a slow disk's.
-const UNKNOWN_FILL_MIB_S: f64 = 50.0;
+/// The sequential write speed assumed for a volume never measured: a slow
+/// disk's (a scratch file fills at FILL_SHARE of it).
+const UNKNOWN_FILL_MIB_S: f64 = 100.0;
 
 fn seconds(d: Duration) -> String {
     if d < Duration::from_secs(1) {

@@ -187,11 +187,22 @@ pub fn figures<At: PartialOrd + Copy>(reps: &[&Rep<At>]) -> VolumeFigures<At> {
     }
 }
 
+/// What a probe costs beyond its duration: the device lock, the scratch
+/// file's creation and removal, storing the row (measured on the lab: a
+/// call of 100 probes of 1 s took 0.3 s a probe more than their durations
+/// and fills at the full sequential write speed).
+pub const PROBE_OVERHEAD: Duration = Duration::from_millis(250);
+
+/// The share of a volume's measured sequential write speed a scratch file
+/// is assumed to fill at (buffered, then flushed and dropped from the
+/// cache, where the probe wrote with O_DIRECT).
+pub const FILL_SHARE: f64 = 0.5;
+
 /// The most a measuring call may take: `volumes` volumes, each the whole
 /// suite `min_reps` times and its ranked figures up to `max_reps` times,
-/// every probe at most `duration` after filling its scratch file of
-/// `file_bytes` at `fill_mib_s` (the volume's last measured sequential
-/// write speed, or a cautious guess).
+/// every probe at most `duration` plus PROBE_OVERHEAD after filling its
+/// scratch file of `file_bytes` at FILL_SHARE of `fill_mib_s` (the
+/// volume's last measured sequential write speed, or a cautious guess).
 pub fn most_time(
     fill_mib_s: &[f64],
     min_reps: usize,
@@ -209,8 +220,9 @@ pub fn most_time(
     fill_mib_s
         .iter()
         .map(|&rate| {
-            let fill = file_bytes as f64 / (1024.0 * 1024.0) / rate.max(1.0);
-            duration.mul_f64(probes as f64) + Duration::from_secs_f64(fill * probes as f64)
+            let fill = file_bytes as f64 / (1024.0 * 1024.0) / (rate * FILL_SHARE).max(1.0);
+            (duration + PROBE_OVERHEAD).mul_f64(probes as f64)
+                + Duration::from_secs_f64(fill * probes as f64)
         })
         .sum()
 }
