@@ -59,11 +59,27 @@ pub struct Compared {
     pub call: Option<String>,
 }
 
-/// One volume: its targets (indexes into the call's targets) and the one
-/// it is measured as.
+/// One volume: its targets (indexes into the call's targets, the first
+/// first), their names, the one it is measured as, and what the ranking
+/// needs of its storage (read once per call).
 struct Volume {
     members: Vec<usize>,
+    names: Vec<String>,
     measured_as: usize,
+    volatile: bool,
+    /// only pg_wal is on it
+    wal_only: bool,
+}
+
+impl Volume {
+    /// The ranking's view of figures measured on this volume.
+    fn scores(&self, f: &VolumeFigures<TimestampWithTimeZone>) -> Scores {
+        Scores {
+            volatile: self.volatile,
+            wal_only: self.wal_only,
+            ..f.scores.clone()
+        }
+    }
 }
 
 /// The volumes of `targets` (by the device number of each folder).
@@ -78,14 +94,19 @@ fn volumes_of(targets: &[Target]) -> Vec<Volume> {
         if f == i {
             out.push(Volume {
                 members: vec![i],
+                names: Vec::new(),
                 measured_as: i,
+                volatile: volatile(&targets[i]),
+                wal_only: false,
             });
         } else if let Some(v) = out.iter_mut().find(|v| v.members[0] == f) {
             v.members.push(i);
         }
     }
-    // measured as its first tablespace the caller may write to
     for v in &mut out {
+        v.names = v.members.iter().map(|&i| targets[i].name.clone()).collect();
+        v.wal_only = v.members.iter().all(|&i| targets[i].kind == "wal");
+        // measured as its first tablespace the caller may write to
         if let Some(&i) = v
             .members
             .iter()
@@ -227,8 +248,7 @@ fn call_reps(
 /// The newest sequential-write speed stored for each volume (any age, any
 /// call), to tell how long filling a scratch file may take; None: never
 /// measured.
-fn last_fill_rate(targets: &[Target], v: &Volume) -> Option<f64> {
-    let names: Vec<String> = v.members.iter().map(|&i| targets[i].name.clone()).collect();
+fn last_fill_rate(v: &Volume) -> Option<f64> {
     let probes = standby::probes_from(3);
     as_owner(|| {
         read::one::<f64>(
@@ -238,7 +258,11 @@ fn last_fill_rate(targets: &[Target], v: &Volume) -> Option<f64> {
                     AND system_identifier = ANY($2)
                   ORDER BY started_at DESC LIMIT 1"
             ),
-            &[names.into(), this_server().into(), standby::probes_arg()],
+            &[
+                v.names.clone().into(),
+                this_server().into(),
+                standby::probes_arg(),
+            ],
         )
     })
     .ok()
@@ -290,14 +314,11 @@ fn check_time(most: Duration) -> Result<(), Error> {
 pub fn compare(args: CompareArgs) -> Vec<Compared> {
     let targets = all_targets();
     let vols = volumes_of(&targets);
-    let names_of = |v: &Volume| -> Vec<String> {
-        v.members.iter().map(|&i| targets[i].name.clone()).collect()
-    };
     // what is stored: each volume's newest complete call
     let mut calls: Vec<Option<String>> = vols
         .iter()
         .map(|v| {
-            newest_call(&names_of(v), &args.max_age, args.min_reps, args.replicated)
+            newest_call(&v.names, &args.max_age, args.min_reps, args.replicated)
                 .and_then(|reps| reps.first().map(|r| r.call.clone()))
         })
         .collect();
@@ -318,7 +339,7 @@ pub fn compare(args: CompareArgs) -> Vec<Compared> {
     let mut scores: Vec<Scores> = Vec::new();
     for (v, call) in vols.iter().zip(&calls) {
         let reps: Vec<Rep<TimestampWithTimeZone>> = match call {
-            Some(c) => call_reps(&names_of(v), &args.max_age, c, args.replicated),
+            Some(c) => call_reps(&v.names, &args.max_age, c, args.replicated),
             None => Vec::new(),
         };
         let of_call: Vec<_> = reps.iter().collect();
@@ -327,17 +348,10 @@ pub fn compare(args: CompareArgs) -> Vec<Compared> {
             // only this call's own volumes can be incomplete: a stored call is chosen complete
             cut_short.push(figs.len());
         }
-        let t = &targets[v.members[0]];
-        let mut s = f.scores.clone();
-        s.volatile = volatile(t);
-        s.wal_only = v.members.iter().all(|&i| targets[i].kind == "wal");
-        scores.push(s);
+        scores.push(v.scores(&f));
         figs.push(f);
     }
-    let names: Vec<&str> = vols
-        .iter()
-        .map(|v| targets[v.members[0]].name.as_str())
-        .collect();
+    let names: Vec<&str> = vols.iter().map(|v| v.names[0].as_str()).collect();
     let ranks = rank(&scores, &names, args.run.precision_pct);
     let mut out: Vec<Option<Compared>> = (0..targets.len()).map(|_| None).collect();
     for (k, v) in vols.iter().enumerate() {
@@ -384,22 +398,13 @@ fn volatile(t: &Target) -> bool {
 }
 
 /// Each volume of `which` by its tablespaces: "pg_default (with pg_wal)".
-fn described(targets: &[Target], vols: &[Volume], which: &[usize]) -> Vec<String> {
+fn described(vols: &[Volume], which: &[usize]) -> Vec<String> {
     which
         .iter()
-        .map(|&k| {
-            let v = &vols[k];
-            let mut names: Vec<&str> = v
-                .members
-                .iter()
-                .map(|&i| targets[i].name.as_str())
-                .collect();
-            let first = names.remove(0);
-            if names.is_empty() {
-                first.to_string()
-            } else {
-                format!("{first} (with {})", names.join(", "))
-            }
+        .map(|&k| match vols[k].names.split_first() {
+            Some((first, [])) => first.clone(),
+            Some((first, rest)) => format!("{first} (with {})", rest.join(", ")),
+            None => String::new(),
         })
         .collect()
 }
@@ -439,7 +444,8 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
     // 25006 in a read-only transaction, 42501 for a role that may not
     // measure by hand or not write to a volume, before the first probe
     standby::check_probes_can_be_kept().or_raise();
-    check_may_measure(&described(targets, vols, which)).or_raise();
+    let described = described(vols, which);
+    check_may_measure(&described).or_raise();
     check_may_write_each(which.iter().map(|&k| &targets[vols[k].measured_as])).or_raise();
     let sizes: Vec<u64> = which
         .iter()
@@ -447,7 +453,7 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
         .collect();
     let rates: Vec<f64> = which
         .iter()
-        .map(|&k| last_fill_rate(targets, &vols[k]).unwrap_or(UNKNOWN_FILL_MIB_S))
+        .map(|&k| last_fill_rate(&vols[k]).unwrap_or(UNKNOWN_FILL_MIB_S))
         .collect();
     let most = most_time(
         &rates,
@@ -459,7 +465,6 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
     if args.within_timeout {
         check_time(most).or_raise();
     }
-    let described = described(targets, vols, which);
     notice!(
         "storlab: measuring {} volume{}: {}; at most {} (the suite {} times on each, its ranked figures up to {} times where less precise than {} or tied, probes of at most {} after filling a {} MiB file)",
         which.len(),
@@ -514,21 +519,13 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
             let scores: Vec<Scores> = which
                 .iter()
                 .map(|&k| {
-                    let names: Vec<String> = vols[k]
-                        .members
-                        .iter()
-                        .map(|&i| targets[i].name.clone())
-                        .collect();
                     let reps = call_reps(
-                        &names,
+                        &vols[k].names,
                         &args.max_age,
                         args.run.call.unwrap_or_default(),
                         false,
                     );
-                    let mut s = figures(&reps.iter().collect::<Vec<_>>()).scores;
-                    s.volatile = volatile(&targets[vols[k].members[0]]);
-                    s.wal_only = vols[k].members.iter().all(|&i| targets[i].kind == "wal");
-                    s
+                    vols[k].scores(&figures(&reps.iter().collect::<Vec<_>>()))
                 })
                 .collect();
             wants = wanted(&scores, args.run.precision_pct);
@@ -620,17 +617,13 @@ pub fn measure_volume_of(tablespace: &str, args: &CompareArgs) -> i64 {
         )
         .raise()
     };
-    let names: Vec<String> = vols[k]
-        .members
-        .iter()
-        .map(|&i| targets[i].name.clone())
-        .collect();
-    if newest_call(&names, &args.max_age, args.min_reps, false).is_some() {
+    let names = &vols[k].names;
+    if newest_call(names, &args.max_age, args.min_reps, false).is_some() {
         return 0;
     }
     measure_volumes(&targets, &vols, &[k], args);
     call_reps(
-        &names,
+        names,
         &args.max_age,
         args.run.call.unwrap_or_default(),
         false,
