@@ -35,7 +35,14 @@ the extension created (README.md creates it itself) and then
 test/docs/<page>.setup.sql if there is one (the tables and stored results
 its examples read, and job ids set to the ones the page shows); a block
 marked `<!-- example: setup: FILE -->` has FILE run right before it. Pages
-run at the same time (STORLAB_DOCS_PARALLEL, 8). Probes' scratch files are kept small
+run at the same time (STORLAB_DOCS_PARALLEL, 8).
+
+Most examples read the same on every major, so make test runs them all only
+in the default major's pass. A block whose output depends on the major
+(rows one major adds, another's defaults) is marked
+`<!-- example: every major: REASON -->`; with STORLAB_DOCS_EVERY_MAJOR=1
+only the pages holding such a block run, each up to its last marked block
+(the examples before it set up what it reads), and the rest are skips. Probes' scratch files are kept small
 (storlab.suite_file_size = 16MB): figures change, shapes do not.
 """
 import concurrent.futures
@@ -54,7 +61,8 @@ if os.environ.get('STORLAB_DOCS_PAGES'):  # e.g. STORLAB_DOCS_PAGES='README.md d
     PAGES = os.environ['STORLAB_DOCS_PAGES'].split()
 PARALLEL = int(os.environ.get('STORLAB_DOCS_PARALLEL', '8'))
 
-MARK = re.compile(r'^<!-- example: (not run|rows vary|exact|setup)(?:: (.*?))? -->$')
+MARK = re.compile(r'^<!-- example: (not run|rows vary|exact|setup|every major)(?:: (.*?))? -->$')
+EVERY_MAJOR_ONLY = os.environ.get('STORLAB_DOCS_EVERY_MAJOR') == '1'
 PROMPT = re.compile(r'^\w+[=\-(\'"]# ?')
 KEYWORD = re.compile(r'^(SELECT|WITH|CALL|CREATE|ALTER|COMMENT|INSERT|UPDATE|DELETE|DROP|SET|RESET|'
                      r'BEGIN|COMMIT|ROLLBACK|VACUUM|ANALYZE|CHECKPOINT|TABLE|EXPLAIN|GRANT|REVOKE|'
@@ -81,7 +89,7 @@ def blocks(page):
     while i < len(lines):
         m = MARK.match(lines[i].strip())
         if m:
-            if m.group(1) in ('not run', 'rows vary') and not (m.group(2) or '').strip():
+            if m.group(1) in ('not run', 'rows vary', 'every major') and not (m.group(2) or '').strip():
                 problems.append('%s:%d: marker without a reason' % (page, i + 1))
             if m.group(1) == 'setup' and not os.path.isfile(os.path.join(ROOT, (m.group(2) or '').strip())):
                 problems.append('%s:%d: no setup file %r' % (page, i + 1, m.group(2)))
@@ -331,6 +339,12 @@ def main():
         bl, problems = blocks(page)
         for p in problems:
             tests.append((False, p, [], None))
+        if EVERY_MAJOR_ONLY:
+            marked = [i for i, b in enumerate(bl) if 'every major' in b.marks]
+            if not marked:
+                tests.append((True, page, [], 'no example marked every major: the default major runs them'))
+                continue
+            bl = bl[:marked[-1] + 1]
         for b in bl:
             if 'not run' in b.marks:
                 counts['not run'] += 1
@@ -362,8 +376,8 @@ def main():
                 counts['run'] += 1
                 how = 'exact' if 'exact' in b.marks else 'columns and shape'
                 tests.append((not problems, '%s: ran on the lab (%s)' % (b.where, how), problems, None))
-    # synopses: the functions they name exist
-    if synopses:
+    # synopses: the functions they name exist (the same on every major)
+    if synopses and not EVERY_MAJOR_ONLY:
         admin('DROP DATABASE IF EXISTS storlab_docs_synopsis')
         admin('CREATE DATABASE storlab_docs_synopsis')
         out, err, _ = psql('storlab_docs_synopsis', 'SET client_min_messages = warning;\nCREATE EXTENSION storlab;\n'
