@@ -138,6 +138,42 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
     })
 }
 
+/// A figure measured several times: the mean of its repetitions, how
+/// precise it is (compare_tablespaces()'s figures, advice's costs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub mean: f64,
+    /// Half-width of the 95 % interval of the mean (Student's t), in
+    /// percent of the mean; None with one repetition (no spread known).
+    pub ci95_pct: Option<f64>,
+    pub n: usize,
+}
+
+/// The estimate of a figure from its repetitions (values that are not
+/// positive and finite, from a failed or empty probe, are left out); None
+/// without any.
+pub fn estimate(values: &[f64]) -> Option<Estimate> {
+    let v = usable(values);
+    let s = summarize(&v)?;
+    let ci95_pct = s
+        .ci95_high
+        .map(|high| (high - s.mean) / s.mean * 100.0)
+        .filter(|p| p.is_finite());
+    Some(Estimate {
+        mean: s.mean,
+        ci95_pct,
+        n: s.n,
+    })
+}
+
+pub(crate) fn usable(values: &[f64]) -> Vec<f64> {
+    values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect()
+}
+
 /// The difference of two means with its standard error and the
 /// Welch–Satterthwaite degrees of freedom: what Welch's test and a Welch
 /// confidence interval (diff ± t_q(df) · se) are made of.

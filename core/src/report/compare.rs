@@ -10,7 +10,8 @@
 //! candidate's. Otherwise the role goes to no one and the candidates that
 //! cannot be told from the leader are said to tie for it.
 
-use crate::stats::{summarize, welch, ALPHA};
+pub use crate::stats::{estimate, Estimate};
+use crate::stats::{usable, welch, ALPHA};
 
 /// The repeated figures of one volume that the ranking looks at, one value
 /// per repetition (empty where it could not be measured: it then wins
@@ -32,41 +33,6 @@ pub struct Scores {
     /// placed there, so it competes for `wal` only (and is no yardstick for
     /// reads or bulk).
     pub wal_only: bool,
-}
-
-/// A figure of a volume: the mean of its repetitions, how precise it is.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
-    pub mean: f64,
-    /// Half-width of the 95 % interval of the mean (Student's t), in
-    /// percent of the mean; None with one repetition (no spread known).
-    pub ci95_pct: Option<f64>,
-    pub n: usize,
-}
-
-/// The estimate of a figure from its repetitions (values that are not
-/// positive and finite, from a failed or empty probe, are left out); None
-/// without any.
-pub fn estimate(values: &[f64]) -> Option<Estimate> {
-    let v = usable(values);
-    let s = summarize(&v)?;
-    let ci95_pct = s
-        .ci95_high
-        .map(|high| (high - s.mean) / s.mean * 100.0)
-        .filter(|p| p.is_finite());
-    Some(Estimate {
-        mean: s.mean,
-        ci95_pct,
-        n: s.n,
-    })
-}
-
-fn usable(values: &[f64]) -> Vec<f64> {
-    values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .collect()
 }
 
 /// The roles, the figure each is judged on, and which way is better.

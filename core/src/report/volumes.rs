@@ -219,12 +219,23 @@ pub fn most_time(
     let probes = SUITE.len() * min_reps + ranked * max_reps.saturating_sub(min_reps);
     fill_mib_s
         .iter()
-        .map(|&rate| {
-            let fill = file_bytes as f64 / (1024.0 * 1024.0) / (rate * FILL_SHARE).max(1.0);
-            (duration + PROBE_OVERHEAD).mul_f64(probes as f64)
-                + Duration::from_secs_f64(fill * probes as f64)
-        })
+        .map(|&rate| probes_time(probes, duration, file_bytes, rate))
         .sum()
+}
+
+/// The most `probes` probes of at most `duration` each may take on one
+/// volume: each PROBE_OVERHEAD more, after filling its scratch file of
+/// `file_bytes` at FILL_SHARE of `fill_mib_s` (profile()'s bound, and each
+/// volume's part of [`most_time`]).
+pub fn probes_time(
+    probes: usize,
+    duration: Duration,
+    file_bytes: u64,
+    fill_mib_s: f64,
+) -> Duration {
+    let fill = file_bytes as f64 / (1024.0 * 1024.0) / (fill_mib_s * FILL_SHARE).max(1.0);
+    (duration + PROBE_OVERHEAD).mul_f64(probes as f64)
+        + Duration::from_secs_f64(fill * probes as f64)
 }
 
 #[cfg(test)]
