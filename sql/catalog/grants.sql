@@ -141,7 +141,7 @@ GRANT EXECUTE ON FUNCTION storlab.tablespaces() TO pg_monitor;
 -- (EXECUTE on the functions plus INSERT, SELECT on storlab.probes).
 REVOKE ALL ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.fsync_cost(name, interval) FROM PUBLIC;
-REVOKE ALL ON FUNCTION storlab.profile(name, interval, integer[], integer[], real) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.profile(name, interval, integer[], integer[], real, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) FROM PUBLIC;
 -- measure => false ranks the stored figures only; measuring takes EXECUTE
 -- on storlab.profile() too (ops::compare), as measuring by hand does

@@ -45,10 +45,6 @@ CREATE INDEX probes_lookup ON storlab.probes (tablespace, workload, block_size, 
 -- The standard suite's figures at depth 1 (compare, charts, advice):
 CREATE INDEX probes_newest_suite ON storlab.probes (tablespace, workload, workers, started_at DESC)
   WHERE suite = 'standard' AND ops > 0 AND iodepth = 1;
--- one reader's queue-depth curve (the depths chart, effective_io_concurrency):
-CREATE INDEX probes_newest_depth ON storlab.probes (tablespace, workload, iodepth, started_at DESC)
-  WHERE suite = 'standard' AND ops > 0 AND workers = 1 AND block_size = 8192
-    AND engine = CASE WHEN iodepth = 1 THEN 'psync' ELSE 'io_uring' END;
 -- the repeated probes recommend() tests a difference on:
 CREATE INDEX probes_newest_direct ON storlab.probes (tablespace, workload, started_at DESC)
   WHERE ops > 0 AND workers = 1 AND iodepth = 1 AND direct

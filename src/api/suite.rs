@@ -19,7 +19,7 @@ use crate::sqltypes::Name;
 use storlab_core::env;
 use storlab_core::report::compare::Estimate;
 use storlab_core::request::probe::{
-    compare_repetitions, iodepths, precision, suite_duration, worker_counts,
+    compare_repetitions, iodepths, precision, profile_repetitions, suite_duration, worker_counts,
 };
 
 /// A suite's `duration` argument: required, at least 10 ms and at most
@@ -72,19 +72,56 @@ fn fsync_cost(
 /// The standard suite (randread 8 kB, randwrite 8 kB, wal 8 kB + fdatasync,
 /// seqwrite 128 kB, seqread 128 kB, randread 8 kB at queue depth 32) on one
 /// tablespace, or on every tablespace and pg_wal when NULL, at each worker
-/// count and queue depth. Each probe stops once precise to ±precision %
-/// (duration is the upper bound; NULL: the whole duration). A tablespace
-/// that cannot be probed gets a WARNING and is skipped.
-#[pg_extern(volatile, parallel_unsafe)]
+/// count and queue depth, `repetitions` times (the repetitions a knee is
+/// told from: recommend()'s effective_io_concurrency). Each probe stops
+/// once precise to ±precision % (duration is the upper bound; NULL: the
+/// whole duration). A NOTICE says how long it may take at most; 54000 when
+/// statement_timeout is shorter. A tablespace that cannot be probed gets a
+/// WARNING and is skipped.
+#[pg_extern(volatile, parallel_unsafe, name = "profile")]
 #[search_path(pg_catalog, pg_temp)]
-fn profile(
+fn profile_repeated(
     tablespace: default!(Option<Name>, "NULL"),
     duration: default!(Option<Interval>, "'3 seconds'"),
     workers: default!(Option<Vec<Option<i32>>>, "'{1}'"),
     iodepths: default!(Option<Vec<Option<i32>>>, "'{1}'"),
     precision_pct: default!(Option<f32>, 5),
+    repetitions: default!(Option<i32>, 1),
 ) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
     let _called = crate::ops::error::called("storlab.profile");
+    let repetitions = profile_repetitions(required(repetitions, "repetitions")).or_raise();
+    run_profile(
+        tablespace,
+        duration,
+        workers,
+        iodepths,
+        precision_pct,
+        repetitions,
+    )
+}
+
+/// profile() as 0.9.0's SQL declares it (five arguments), for an install
+/// whose library is newer than its ALTER EXTENSION UPDATE: the sweep once.
+#[pg_extern(sql = false)]
+fn profile(
+    tablespace: Option<Name>,
+    duration: Option<Interval>,
+    workers: Option<Vec<Option<i32>>>,
+    iodepths: Option<Vec<Option<i32>>>,
+    precision_pct: Option<f32>,
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
+    let _called = crate::ops::error::called("storlab.profile");
+    run_profile(tablespace, duration, workers, iodepths, precision_pct, 1)
+}
+
+fn run_profile(
+    tablespace: Option<Name>,
+    duration: Option<Interval>,
+    workers: Option<Vec<Option<i32>>>,
+    iodepths: Option<Vec<Option<i32>>>,
+    precision_pct: Option<f32>,
+    repetitions: usize,
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "probes")> {
     crate::ops::standby::measuring();
     let call = crate::ops::compare::new_call();
     let run = SuiteRun {
@@ -99,7 +136,7 @@ fn profile(
         Some(name) => (vec![resolve(name.as_str()).or_raise()], false),
         None => (all_targets(), true),
     };
-    let ids = suite::profile(&targets, &workers, &depths, run, every).or_raise();
+    let ids = suite::profile(&targets, &workers, &depths, repetitions, run, every).or_raise();
     SetOfIterator::new(fetch_rows(&ids))
 }
 

@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::read;
 use super::report::experiment_report;
+use super::suite::{newest_sweep, SweepAxis};
 use storlab_core::chart::data::{CurvePoint, ProbeHead, RunHead, SuiteFigure};
 use storlab_core::chart::{ExperimentBar, ProgressPoint};
 use storlab_core::newest::NewestPerGroup;
@@ -129,43 +130,13 @@ pub fn probe(id: i64, percentiles: &[f64]) -> (ProbeHead, Vec<f64>) {
 /// more than one worker count, every point of that one call (points of
 /// different calls, minutes and loads apart, never make one curve).
 pub fn by_workers() -> Vec<CurvePoint> {
-    curve_points(&newest_sweep(
-        "workers",
-        "q.workers > 1 AND q.iodepth = 1",
-        "p.iodepth = 1",
-    ))
+    curve_points(&newest_sweep(SweepAxis::Workers))
 }
 
 /// IOPS of one reader by queue depth: of each tablespace, the newest
-/// profile() call that swept depths (one besides the suite's own queued
-/// read at 32), every point of that one call.
+/// profile() call that swept depths, every point of that one call.
 pub fn by_depth() -> Vec<CurvePoint> {
-    curve_points(&newest_sweep(
-        "iodepth",
-        "q.workers = 1 AND q.iodepth > 1 AND q.iodepth <> 32",
-        "p.workers = 1 AND p.block_size = 8192
-         AND p.engine = CASE WHEN p.iodepth = 1 THEN 'psync' ELSE 'io_uring' END",
-    ))
-}
-
-/// (tablespace, workload, x, iops) of each tablespace's newest profile()
-/// call that has a probe matching `call_filter` (on `q`), its probes
-/// matching `row_filter` (on `p`): one index descent per tablespace
-/// (probes_suite_call), then the call's rows (probes_call_rows).
-fn newest_sweep(x: &str, call_filter: &str, row_filter: &str) -> String {
-    format!(
-        "SELECT t.tablespace::text, p.workload, p.{x}::float8, p.iops
-           FROM (SELECT spcname AS tablespace FROM pg_catalog.pg_tablespace
-                 UNION ALL SELECT 'pg_wal'::name) t
-          CROSS JOIN LATERAL (
-                SELECT q.suite_call FROM storlab.probes q
-                 WHERE q.tablespace = t.tablespace AND q.suite = 'standard' AND q.ops > 0
-                   AND q.suite_call IS NOT NULL AND q.label = 'profile' AND {call_filter}
-                 ORDER BY q.started_at DESC LIMIT 1) c
-           JOIN storlab.probes p ON p.suite_call = c.suite_call AND p.suite_call IS NOT NULL
-                                AND p.tablespace = t.tablespace
-          WHERE p.suite = 'standard' AND p.ops > 0 AND {row_filter}"
-    )
+    curve_points(&newest_sweep(SweepAxis::QueueDepth))
 }
 
 fn curve_points(query: &str) -> Vec<CurvePoint> {

@@ -22,6 +22,7 @@ use super::server::this_server;
 use super::standby;
 use super::suite::{measure_item, suite_file_once, warn_skip, SuiteRun};
 use super::targets::{all_targets, check_may_write_each, Target};
+use super::time_bound::{check_time, fill_rate, seconds};
 use storlab_core::env;
 use storlab_core::record::{Probe, Record};
 use storlab_core::report::compare::{rank, wanted, Ranking, Scores, Wanted};
@@ -245,70 +246,6 @@ fn call_reps(
     })
 }
 
-/// The newest sequential-write speed stored for each volume (any age, any
-/// call), to tell how long filling a scratch file may take; None: never
-/// measured.
-fn last_fill_rate(v: &Volume) -> Option<f64> {
-    let probes = standby::probes_from(3);
-    as_owner(|| {
-        read::one::<f64>(
-            &format!(
-                "SELECT mib_s FROM {probes}
-                  WHERE tablespace = ANY($1::name[]) AND workload = 'seqwrite' AND ops > 0
-                    AND system_identifier = ANY($2)
-                  ORDER BY started_at DESC LIMIT 1"
-            ),
-            &[
-                v.names.clone().into(),
-                this_server().into(),
-                standby::probes_arg(),
-            ],
-        )
-    })
-    .ok()
-    .flatten()
-    .filter(|r| r.is_finite() && *r > 0.0)
-}
-
-/// The sequential write speed assumed for a volume never measured: a slow
-/// disk's (a scratch file fills at FILL_SHARE of it).
-const UNKNOWN_FILL_MIB_S: f64 = 100.0;
-
-fn seconds(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        return format!("{} ms", d.as_millis());
-    }
-    let s = d.as_secs_f64().ceil() as u64;
-    match (s / 60, s % 60) {
-        (0, s) => format!("{s} s"),
-        (m, 0) => format!("{m} min"),
-        (m, s) => format!("{m} min {s} s"),
-    }
-}
-
-/// 54000 before anything is measured when statement_timeout is shorter
-/// than the most the call may take.
-fn check_time(most: Duration) -> Result<(), Error> {
-    // SAFETY: reads a backend-global GUC (milliseconds; 0: no limit).
-    let timeout_ms = unsafe { pg_sys::StatementTimeout };
-    if timeout_ms > 0 && most > Duration::from_millis(timeout_ms as u64) {
-        return Err(Error::new(
-            SqlState::ProgramLimitExceeded,
-            format!(
-                "compare_tablespaces() may take {} to measure, longer than statement_timeout ({})",
-                seconds(most),
-                seconds(Duration::from_millis(timeout_ms as u64))
-            ),
-        )
-        .with_detail("Nothing was measured: a call cancelled by statement_timeout would keep nothing.")
-        .with_hint(format!(
-            "CALL storlab.measure_tablespaces() measures volume by volume and keeps each one it finishes; or SET LOCAL statement_timeout = '{}s' in a transaction for this call, or ask for less (duration, max_repetitions), or rank the stored figures only: compare_tablespaces(measure => false).",
-            most.as_secs_f64().ceil() as u64
-        )));
-    }
-    Ok(())
-}
-
 /// Every target with its volume's figures (measuring the volumes without a
 /// complete suite call younger than max_age first) and its ranking.
 pub fn compare(args: CompareArgs) -> Vec<Compared> {
@@ -415,7 +352,7 @@ fn described(vols: &[Volume], which: &[usize]) -> Vec<String> {
 fn check_may_measure(volumes: &[String]) -> Result<(), Error> {
     let may = read::one::<bool>(
         "SELECT pg_catalog.has_function_privilege(
-                  'storlab.profile(name, interval, integer[], integer[], real)', 'EXECUTE')",
+                  'storlab.profile(name, interval, integer[], integer[], real, integer)', 'EXECUTE')",
         &[],
     )
     .map_err(spi("checking a privilege"))?
@@ -451,10 +388,7 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
         .iter()
         .map(|&k| suite_file_once(&targets[vols[k].measured_as], 1))
         .collect();
-    let rates: Vec<f64> = which
-        .iter()
-        .map(|&k| last_fill_rate(&vols[k]).unwrap_or(UNKNOWN_FILL_MIB_S))
-        .collect();
+    let rates: Vec<f64> = which.iter().map(|&k| fill_rate(&vols[k].names)).collect();
     let most = most_time(
         &rates,
         args.min_reps,
@@ -463,7 +397,10 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
         sizes.iter().copied().max().unwrap_or(0),
     );
     if args.within_timeout {
-        check_time(most).or_raise();
+        check_time("compare_tablespaces()", most, |s| format!(
+            "CALL storlab.measure_tablespaces() measures volume by volume and keeps each one it finishes; or SET LOCAL statement_timeout = '{s}s' in a transaction for this call, or ask for less (duration, max_repetitions), or rank the stored figures only: compare_tablespaces(measure => false)."
+        ))
+        .or_raise();
     }
     notice!(
         "storlab: measuring {} volume{}: {}; at most {} (the suite {} times on each, its ranked figures up to {} times where less precise than {} or tied, probes of at most {} after filling a {} MiB file)",

@@ -27,3 +27,4 @@ pub mod settings;
 pub mod standby;
 pub mod suite;
 pub mod targets;
+pub mod time_bound;

@@ -14,10 +14,12 @@ use super::read;
 use super::settings::suite_file_cap;
 use super::standby;
 use super::targets::{check_may_write_each, Target};
+use super::time_bound::{check_time, fill_rate, seconds};
 use crate::sqltypes::Name;
 use storlab_core::env;
 use storlab_core::newest::NewestPerGroup;
 use storlab_core::probe::{IoEngine, ProbeSpec, Workload};
+use storlab_core::report::volumes::probes_time;
 use storlab_core::request::probe::{
     fsync_tests, suite_file_size, FsyncTest, SuiteItem, MAX_WORKERS, SUITE,
 };
@@ -53,6 +55,53 @@ pub fn newest_depth_probes() -> String {
         per_group: "1",
     }
     .sql()
+}
+
+/// What a profile() sweep varies.
+#[derive(Clone, Copy)]
+pub enum SweepAxis {
+    /// workers reading at depth 1
+    Workers,
+    /// one reader's queue depth (psync at 1, io_uring deeper)
+    QueueDepth,
+}
+
+/// Of each tablespace (and pg_wal), the newest profile() call that swept
+/// `axis` (more than one worker count; a depth besides the suite's own
+/// queued read at 32), and every probe of that one call along it:
+/// (tablespace, workload, x, iops, id, suite_call, started_at as
+/// 'YYYY-MM-DD HH24:MI:SS+TZ'), so that points of calls minutes and loads
+/// apart never make one curve. One index descent per tablespace
+/// (probes_suite_call), then the call's rows (probes_call_rows).
+pub fn newest_sweep(axis: SweepAxis) -> String {
+    let (x, call_filter, row_filter) = match axis {
+        SweepAxis::Workers => (
+            "workers",
+            "q.workers > 1 AND q.iodepth = 1",
+            "p.iodepth = 1",
+        ),
+        SweepAxis::QueueDepth => (
+            "iodepth",
+            "q.workers = 1 AND q.iodepth > 1 AND q.iodepth <> 32",
+            "p.workers = 1 AND p.block_size = 8192
+             AND p.engine = CASE WHEN p.iodepth = 1 THEN 'psync' ELSE 'io_uring' END",
+        ),
+    };
+    format!(
+        "SELECT t.tablespace::text, p.workload, p.{x}::float8, p.iops, p.id, c.suite_call::text,
+                pg_catalog.to_char(c.started_at, 'YYYY-MM-DD HH24:MI:SSOF')
+           FROM (SELECT spcname AS tablespace FROM pg_catalog.pg_tablespace
+                 UNION ALL SELECT 'pg_wal'::name) t
+          CROSS JOIN LATERAL (
+                SELECT q.suite_call, q.started_at FROM storlab.probes q
+                 WHERE q.tablespace = t.tablespace AND q.suite = 'standard' AND q.ops > 0
+                   AND q.suite_call IS NOT NULL AND q.label = 'profile' AND {call_filter}
+                 ORDER BY q.started_at DESC LIMIT 1) c
+           JOIN storlab.probes p ON p.suite_call = c.suite_call AND p.suite_call IS NOT NULL
+                                AND p.tablespace = t.tablespace
+          WHERE p.suite = 'standard' AND p.ops > 0 AND {row_filter}
+          ORDER BY 1, 2, 3, 5"
+    )
 }
 
 /// The stored standard-suite probes of one suite item on one tablespace
@@ -301,14 +350,18 @@ pub fn fsync_cost(target: &Target, duration: Duration) -> Result<Vec<FsyncRow>, 
 }
 
 /// The standard suite on each target at each worker count and queue
-/// depth; the stored ids. Every target must be writable by the caller
-/// (42501 before anything runs). With `skip_failed` (every tablespace), a
-/// target that cannot be measured is skipped with a WARNING; a named one
-/// that cannot be measured at all is an error.
+/// depth, `repetitions` times over (each round the whole sweep, so that a
+/// drift falls on every point alike); the stored ids. Every target must be
+/// writable by the caller (42501 before anything runs), and the most the
+/// call may take is said in a NOTICE first (54000 when statement_timeout is
+/// shorter). With `skip_failed` (every tablespace), a target that cannot
+/// be measured is skipped with a WARNING; a named one that cannot be
+/// measured at all is an error.
 pub fn profile(
     targets: &[Target],
     workers: &[usize],
     iodepths: &[u32],
+    repetitions: usize,
     run: SuiteRun,
     skip_failed: bool,
 ) -> Result<Vec<i64>, Error> {
@@ -321,21 +374,48 @@ pub fn profile(
     let mut ids = Vec::new();
     let max_workers = workers.iter().copied().max().unwrap_or(1);
     let items = profile_items(iodepths);
-    for target in targets {
-        let file_size = suite_file_once(target, max_workers);
+    let per_target = workers.len() * items.len() * repetitions;
+    let sizes: Vec<u64> = targets
+        .iter()
+        .map(|t| suite_file_once(t, max_workers))
+        .collect();
+    let most: Duration = targets
+        .iter()
+        .zip(&sizes)
+        .map(|(t, &size)| probes_time(per_target, run.duration, size, fill_rate(&[t.name.clone()])))
+        .sum();
+    check_time("profile()", most, |s| {
+        format!(
+        "SET LOCAL statement_timeout = '{s}s' in a transaction for this call, or ask for less (duration, repetitions, fewer workers or iodepths, one tablespace)."
+    )
+    })?;
+    notice!(
+        "storlab: profiling {}: {per_target} probes{} ({} suite item{} at {} worker count{}, {repetitions} time{}), at most {} in all",
+        targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+        if targets.len() == 1 { "" } else { " each" },
+        items.len(),
+        if items.len() == 1 { "" } else { "s" },
+        workers.len(),
+        if workers.len() == 1 { "" } else { "s" },
+        if repetitions == 1 { "" } else { "s" },
+        seconds(most)
+    );
+    for (target, &file_size) in targets.iter().zip(&sizes) {
         let mut measured = 0;
-        'target: for &w in workers {
-            for item in &items {
-                match measure_item(target, item, w, file_size, run) {
-                    Ok(id) => {
-                        ids.push(id);
-                        measured += 1;
-                    }
-                    Err(f) if f.state == SqlState::QueryCanceled => return Err(f),
-                    Err(f) if !skip_failed && measured == 0 => return Err(f),
-                    Err(f) => {
-                        warn_skip(target, "profile", &f);
-                        break 'target;
+        'target: for _ in 0..repetitions {
+            for &w in workers {
+                for item in &items {
+                    match measure_item(target, item, w, file_size, run) {
+                        Ok(id) => {
+                            ids.push(id);
+                            measured += 1;
+                        }
+                        Err(f) if f.state == SqlState::QueryCanceled => return Err(f),
+                        Err(f) if !skip_failed && measured == 0 => return Err(f),
+                        Err(f) => {
+                            warn_skip(target, "profile", &f);
+                            break 'target;
+                        }
                     }
                 }
             }

@@ -218,6 +218,16 @@ pub fn compare_repetitions(min: i32, max: i32) -> Result<(usize, usize)> {
     Ok((min as usize, max as usize))
 }
 
+/// profile()'s `repetitions`: 1 (the sweep once) to MAX_COMPARE_REPETITIONS.
+pub fn profile_repetitions(n: i32) -> Result<usize> {
+    if !(1..=MAX_COMPARE_REPETITIONS).contains(&n) {
+        return Err(invalid(format!(
+            "repetitions must be between 1 and {MAX_COMPARE_REPETITIONS}, not {n}"
+        )));
+    }
+    Ok(n as usize)
+}
+
 /// Scratch file size for the suites (profile, compare_tablespaces): at most
 /// `cap` (storlab.suite_file_size, 256 MiB by default) and at most a quarter
 /// of the free space, a whole number of 1 MiB (so of every suite block size),
