@@ -45,27 +45,35 @@ SELECT tablespace, '/srv/' || tablespace, workload, CASE WHEN workload LIKE 'seq
                           'mount_point', '/srv/' || tablespace),
        'recommend regress', 0, 'regress', now() + interval '1 day', 'standard'
   FROM known;
--- pg_default's and lab_ram's sequential reads and writes were measured
--- twice more before (within a few percent): repeated figures that a
--- difference between the two can be tested on.
+-- Each tablespace's figures were measured twice more before, within a few
+-- percent (means unchanged): advice prices and tests only repeated figures,
+-- at least three of each.
 INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, direct, sync_method, file_size,
                             duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us, lat_p99_us, histogram, env,
                             label, system_identifier, hostname, started_at, suite)
 SELECT tablespace, location, workload, block_size, workers, direct, sync_method, file_size,
-       duration_s, ops, bytes, iops, mib_s * (1 + 0.02 * (r - 1.5)), lat_mean_us, lat_p50_us, lat_p99_us, histogram, env,
-       label, system_identifier, hostname, started_at - r * interval '1 hour', suite
+       duration_s, ops, bytes, iops, mib_s * (1 + 0.02 * (r - 1.5)), lat_mean_us * (1 + 0.02 * (r - 1.5)),
+       lat_p50_us, lat_p99_us, histogram, env, 'recommend regress, repeated', system_identifier, hostname,
+       started_at - r * interval '1 hour', suite
   FROM storlab.probes, generate_series(1, 2) AS r
- WHERE label = 'recommend regress' AND tablespace IN ('pg_default', 'lab_ram') AND workload IN ('seqread', 'seqwrite');
--- pg_default was also read by one reader keeping 8 and 32 reads in flight
--- (io_uring): 16 000 IOPS at depth 1, 48 000 at 8, 55 000 at 32.
+ WHERE label = 'recommend regress' AND workers = 1
+   AND ((tablespace IN ('pg_default', 'lab_ram') AND workload IN ('seqread', 'seqwrite'))
+        OR (tablespace IN ('pg_default', 'lab_disk') AND workload IN ('randread', 'seqread')
+            AND NOT (tablespace = 'pg_default' AND workload = 'seqread')));
+-- pg_default was swept by one profile() call, three times over, one reader
+-- keeping 1, 2, 8 and 32 reads in flight (psync at 1, io_uring deeper):
+-- about 16 000, 30 000, 48 000 and 55 000 IOPS, each within 1 %.
 INSERT INTO storlab.probes (tablespace, location, workload, block_size, workers, iodepth, engine, direct, sync_method,
                             file_size, duration_s, ops, bytes, iops, mib_s, lat_mean_us, lat_p50_us, lat_p99_us,
-                            histogram, env, label, system_identifier, hostname, started_at, suite)
-SELECT tablespace, location, workload, block_size, workers, d.depth, 'io_uring', direct, sync_method,
-       file_size, duration_s, ops, bytes, d.iops, mib_s, lat_mean_us, lat_p50_us, lat_p99_us,
-       histogram, env, label, system_identifier, hostname, started_at, suite
-  FROM storlab.probes, (VALUES (8, 48000.0), (32, 55000.0)) AS d(depth, iops)
- WHERE label = 'recommend regress' AND tablespace = 'pg_default' AND workload = 'randread';
+                            histogram, env, label, system_identifier, hostname, started_at, suite, suite_call)
+SELECT tablespace, location, workload, block_size, workers, d.depth, CASE WHEN d.depth = 1 THEN 'psync' ELSE 'io_uring' END,
+       direct, sync_method, file_size, duration_s, ops, bytes, d.iops * (1 + 0.01 * (r - 2)), mib_s,
+       lat_mean_us * (1 + 0.01 * (r - 2)), lat_p50_us, lat_p99_us, histogram, env, 'profile', system_identifier, hostname,
+       started_at - interval '3 hours' + r * interval '1 minute', suite, 'a0000000-0000-4000-8000-000000000040'
+  FROM storlab.probes, (VALUES (1, 16000.0), (2, 30000.0), (8, 48000.0), (32, 55000.0)) AS d(depth, iops),
+       generate_series(1, 3) AS r
+ WHERE label = 'recommend regress' AND tablespace = 'pg_default' AND workload = 'randread' AND workers = 1
+   AND started_at > now() + interval '12 hours';
 
 -- An experiment with known runs: indexes on lab_ram beat the baseline's
 -- lab_disk significantly, and fillfactor 70 beat 100 at the cost of 40 %
@@ -91,30 +99,63 @@ INSERT INTO storlab.experiment_sizes (experiment_id, fillfactor, layout, relatio
 VALUES (9003, 100, 'base', 'pgbench_accounts', 'table', 'lab_disk', 1000, 1000, NULL),
        (9003, 70, 'base', 'pgbench_accounts', 'table', 'lab_disk', 1400, 1400, NULL);
 
--- Costs, per tablespace. seq_page_cost is the tablespace's sequential page
--- over pg_default's: lab_disk 12.21 / 9.77 = 1.25. random_page_cost is
--- its mean random read over pg_default's sequential page, times the share
--- of reads that miss the cache (this database's, from pg_stat_database),
--- and never below seq_page_cost: checked here against that formula.
--- effective_io_concurrency: 4 workers reach four fifths of the highest IOPS.
+-- Costs, per tablespace, from three probes or more of each figure (the
+-- means of their repetitions). seq_page_cost is the tablespace's
+-- sequential page over pg_default's: lab_disk 12.21 / 9.77 = 1.25.
+-- random_page_cost is its mean random read over pg_default's sequential
+-- page, times the share of reads that miss the cache (this database's,
+-- from pg_stat_database), and never below seq_page_cost: checked here
+-- against that formula. The evidence cites the probes of each figure with
+-- its 95 % interval.
 SELECT r.target, regexp_replace(r.statement, 'random_page_cost = [0-9.]+', 'random_page_cost = (as below)') AS statement,
        substring(r.statement FROM 'random_page_cost = ([0-9.]+)')::numeric
          = greatest(round((k.mean_us / 9.765625 * (r.evidence ->> 'miss_ratio')::float8)::numeric, 2), k.seq_page_cost)
          AS random_cost_as_the_formula_says,
-       r.evidence -> 'probes' IS NOT NULL AS names_its_probes
+       jsonb_array_length(r.evidence -> 'randread_mean_us' -> 'probes') AS random_probes,
+       jsonb_array_length(r.evidence -> 'seqread_mib_s' -> 'probes') AS sequential_probes,
+       (r.evidence -> 'randread_mean_us' ->> 'ci95_pct')::float8 < 25 AS random_interval_given
   FROM storlab.recommend() r
   JOIN (VALUES ('lab_disk', 100, 1.25), ('pg_default', 60, 1.0)) AS k(target, mean_us, seq_page_cost) ON k.target = r.target
  WHERE r.topic = 'costs' ORDER BY r.target;
 
--- effective_io_concurrency is what one backend keeps in flight when it
--- prefetches, so where one reader was measured at queue depths beyond 1 it
--- is read from them, before any workers: pg_default reaches four fifths of
--- its highest IOPS (55 000) at depth 8 (48 000). With fewer than four
--- depths stored the advice gives the profile() call that places it more
--- finely.
+-- Each figure is said with its interval and its count of probes.
+SELECT substring(advice FROM '8 kB random reads take [^)]*\)') AS random_reads,
+       substring(advice FROM 'a sequential page [^)]*\)') AS sequential_page
+  FROM storlab.recommend() WHERE topic = 'costs' AND target = 'lab_disk';
+
+-- effective_io_concurrency comes from one sweep (one profile() call) with
+-- repetitions: the smallest depth whose IOPS is not significantly below
+-- four fifths of the best depth's (Welch, one-sided). pg_default: four
+-- fifths of 55 000 is 44 000; depth 8 (48 000) is not below it, depth 2
+-- (30 000) significantly is. lab_disk has no sweep (its rows of several
+-- workers are no profile() call): the row gives the call that measures one.
+-- (The call's time, which changes from run to run, is masked.)
 SELECT target, substring(statement FROM 'effective_io_concurrency = [0-9]+') AS setting,
-       substring(advice FROM 'one reader keeping .*') AS why
+       coalesce(substring(why FROM 'effective_io_concurrency = [0-9]+: .*'),
+                substring(why FROM 'for effective_io_concurrency, .*')) AS why
+  FROM (SELECT target, statement, regexp_replace(advice, 'profile\(\) of [^,)]+', 'profile() of (its time)') AS why
+          FROM storlab.recommend() WHERE topic = 'costs' AND target IN ('pg_default', 'lab_disk')) r
+ ORDER BY target;
+
+-- A sweep with fewer than three probes at a depth decides nothing: the
+-- advice says so and gives the call that measures it with repetitions.
+SAVEPOINT one_sweep;
+DELETE FROM storlab.probes WHERE label = 'profile' AND iodepth = 8 AND iops > 48000;
+SELECT substring(statement FROM 'effective_io_concurrency') AS setting,
+       substring(regexp_replace(advice, 'profile\(\) of [^,)]+', 'profile() of (its time)')
+                 FROM 'effective_io_concurrency is left as it is: .*') AS why
   FROM storlab.recommend() WHERE topic = 'costs' AND target = 'pg_default';
+ROLLBACK TO SAVEPOINT one_sweep;
+
+-- Fewer than three probes of a figure price nothing: the row names what
+-- is missing and the statement measures it (lab_ram, whose random reads
+-- were never measured, among them).
+SAVEPOINT few;
+DELETE FROM storlab.probes WHERE tablespace = 'lab_disk' AND workload = 'randread' AND workers = 1
+   AND started_at < now() + interval '1 day';
+SELECT target, advice, statement LIKE 'SELECT p.* FROM pg_catalog.unnest(ARRAY[''lab_disk'', ''lab_ram'']::name[])%' AS measures_them
+  FROM storlab.recommend() WHERE topic = 'costs' AND advice LIKE 'cannot price%';
+ROLLBACK TO SAVEPOINT few;
 
 -- WAL: pg_wal commits in 300 us p99, lab_disk's volume in 1 us: move it
 -- (offline, so no statement).
@@ -143,14 +184,13 @@ SELECT topic, target, statement, expected_gain, evidence ->> 'experiment' AS exp
 -- indexes where pgbench -i puts them): a tablespace on the same
 -- filesystem or device as the one they are on is the same storage, not a
 -- place to move them to, however much better its figures (lab_disk, a
--- folder on pg_default's filesystem: 63 us p99 against 75, one probe
--- each).
+-- folder on pg_default's filesystem: 63 us p99 against 75).
 SAVEPOINT probes_only;
 DELETE FROM storlab.bench_runs WHERE experiment_id = 9003;
 ALTER INDEX IF EXISTS public.pgbench_accounts_pkey SET TABLESPACE pg_default;
 UPDATE storlab.probes SET lat_p99_us = CASE tablespace WHEN 'lab_disk' THEN 63 ELSE 75 END,
                           env = env || '{"mount_point": "/srv/pg_default"}'
- WHERE label = 'recommend regress' AND tablespace IN ('pg_default', 'lab_disk') AND workload = 'randread';
+ WHERE tablespace IN ('pg_default', 'lab_disk') AND workload = 'randread' AND iodepth = 1;
 SELECT target, advice, statement FROM storlab.recommend() WHERE topic = 'indexes';
 -- On another volume (lab_xfs, another device), one probe is not enough to
 -- tell a difference from noise: the advice says so, and how to measure

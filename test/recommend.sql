@@ -4,10 +4,14 @@
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SET client_min_messages = warning;
 SET storlab.suite_file_size = '16MB';
-SELECT plan(10);
+SELECT plan(16);
 
 -- figures for every tablespace (only missing or day-old ones are probed)
-SELECT diag(format('%s tablespaces measured', count(*))) FROM storlab.compare_tablespaces(duration => '100 ms');
+SELECT diag(format('%s tablespaces measured', count(*)))
+  FROM storlab.compare_tablespaces(duration => '50 ms', min_repetitions => 3, max_repetitions => 3);
+-- lab_ram swept at three queue depths, three times over, in one call
+SELECT diag(format('%s probes in lab_ram''s sweep', count(*)))
+  FROM storlab.profile('lab_ram', '50 ms', iodepths => '{1,2,4}', repetitions => 3) WHERE workload = 'randread';
 
 CREATE TEMP TABLE advice AS SELECT * FROM storlab.recommend();
 -- (PostgreSQL 18 adds io_method: whether another one reads faster)
@@ -19,6 +23,37 @@ SELECT is((SELECT count(*) FROM advice WHERE coalesce(advice, '') = '' OR jsonb_
           'every row says what to do and carries its evidence');
 SELECT ok((SELECT bool_and(evidence ? 'probes') FROM advice WHERE topic IN ('costs', 'wal') AND target IS NOT NULL),
           'costs and WAL advice name the probes they rest on');
+
+-- a cost cites at least 3 probes of each figure, with its interval
+SELECT is((SELECT count(*) FROM advice
+            WHERE topic = 'costs' AND statement LIKE 'ALTER TABLESPACE%'
+              AND NOT (jsonb_array_length(evidence -> 'randread_mean_us' -> 'probes') >= 3
+                       AND jsonb_array_length(evidence -> 'seqread_mib_s' -> 'probes') >= 3
+                       AND jsonb_array_length(evidence -> 'unit_seqread_mib_s' -> 'probes') >= 3
+                       AND evidence -> 'randread_mean_us' ->> 'ci95_pct' IS NOT NULL
+                       AND advice ~ 'random reads take [0-9.]+ us on average \(±[0-9.]+ %, [0-9]+ probes\)')),
+          0::bigint, 'every cost cites 3 probes or more of each figure and its interval');
+-- lab_ram's effective_io_concurrency, where its costs are priced, comes
+-- from that one sweep: every point its call's, three probes each
+SELECT is((SELECT count(*) FROM advice a, jsonb_array_elements(a.evidence -> 'sweep' -> 'points') pt
+            WHERE a.topic = 'costs' AND a.target = 'lab_ram' AND a.statement LIKE 'ALTER TABLESPACE%'
+              AND (jsonb_array_length(pt -> 'probes') < 3
+                   OR EXISTS (SELECT FROM storlab.probes p
+                               WHERE p.id IN (SELECT jsonb_array_elements_text(pt -> 'probes')::bigint)
+                                 AND p.suite_call IS DISTINCT FROM (a.evidence -> 'sweep' ->> 'call')::uuid))),
+          0::bigint, 'a sweep''s points are one call''s, three probes each');
+-- profile()'s repetitions: 1 to 20; NULL is refused
+SELECT throws_ok($$SELECT * FROM storlab.profile('lab_ram', '20 ms', repetitions => 0)$$, '22023', NULL,
+                 'profile(repetitions => 0) is refused');
+SELECT throws_ok($$SELECT * FROM storlab.profile('lab_ram', '20 ms', repetitions => NULL)$$, '22004', NULL,
+                 'profile(repetitions => NULL) is refused');
+-- a statement_timeout shorter than the most it may take: refused at once
+SELECT count(*) AS probes_before FROM storlab.probes \gset
+SET statement_timeout = '2s';
+SELECT throws_ok($$SELECT * FROM storlab.profile('lab_ram', '1 s', iodepths => '{1,2,4,8}', repetitions => 3)$$,
+                 '54000', NULL, 'profile() longer than statement_timeout is refused before any probe');
+RESET statement_timeout;
+SELECT is((SELECT count(*) FROM storlab.probes), :'probes_before'::bigint, 'and nothing was measured');
 
 CREATE TEMP TABLE executed (statement text, outcome text);
 DO $$

@@ -10,9 +10,12 @@ use super::read;
 use super::read_path::{aio_settings, server_version_num};
 use super::report::experiment_report;
 use super::server::this_server;
-use super::suite::{newest_depth_probes, newest_suite_probes};
+use super::suite::{newest_suite_probes, newest_sweep, SweepAxis};
 use storlab_core::advice::read_path::{AioSettings, ReadPathPoint};
-use storlab_core::advice::{self, Advice, ByTablespace, Cell, Context, Experiment, Figures, Probe};
+use storlab_core::advice::{
+    self, Advice, ByTablespace, Cell, ConcurrencyBasis, Context, Experiment, Probe, Sweep,
+    SweepPoint,
+};
 use storlab_core::newest::NewestPerGroup;
 use storlab_core::request::read_path::unsupported_major;
 use storlab_core::sql_text::ident;
@@ -126,7 +129,7 @@ fn add_read_path(
 /// the repeated probes a difference is tested on.
 fn newest_figures() -> ByTablespace {
     let mut out = ByTablespace::new();
-    let (newest_suite, newest_depth) = (newest_suite_probes(), newest_depth_probes());
+    let newest_suite = newest_suite_probes();
     Spi::connect(|c| {
         let rows = c.select(
             &format!(
@@ -149,16 +152,10 @@ fn newest_figures() -> ByTablespace {
             f.device = (!device.is_empty()).then_some(device);
             f.workloads.insert(r.get(2)?.unwrap_or_default(), probe(&r, 3)?);
         }
-        let by_workers = format!(
-            "SELECT tablespace::text, workers, iops, id FROM ({newest_suite}) newest
-              WHERE workload = 'randread' ORDER BY tablespace, workers"
-        );
-        add_curve(c, &by_workers, &mut out, |f| &mut f.scaling)?;
-        let by_depth = format!(
-            "SELECT tablespace::text, iodepth, iops, id FROM ({newest_depth}) newest
-              WHERE workload = 'randread' ORDER BY tablespace, iodepth"
-        );
-        add_curve(c, &by_depth, &mut out, |f| &mut f.depths)?;
+        // effective_io_concurrency's sweep: the newest profile() call over
+        // queue depths, else over workers
+        add_sweeps(c, SweepAxis::QueueDepth, &mut out)?;
+        add_sweeps(c, SweepAxis::Workers, &mut out)?;
         // every probe of one worker at depth 1, direct, at the standard
         // suite's block size (the suite's own and probe()'s alike), newest first
         let repeats = c.select(
@@ -221,26 +218,53 @@ fn probe(r: &pgrx::spi::SpiHeapTupleData<'_>, at: usize) -> Result<Probe, pgrx::
     })
 }
 
-/// Adds the rows of a curve query, (tablespace, concurrency, iops, probe
-/// id) each, to the curve that `curve` picks from the tablespace's figures.
-fn add_curve(
+/// Each tablespace's newest profile() sweep along `axis`, its 8 kB random
+/// reads' repetitions at each point, where the tablespace has no sweep yet
+/// (depths are read first: they are what the setting means).
+fn add_sweeps(
     c: &pgrx::spi::SpiClient<'_>,
-    query: &str,
+    axis: SweepAxis,
     out: &mut ByTablespace,
-    curve: fn(&mut Figures) -> &mut Vec<(i32, f64, i64)>,
 ) -> Result<(), pgrx::spi::Error> {
-    for r in c.select(query, None, &[])? {
+    let basis = match axis {
+        SweepAxis::QueueDepth => ConcurrencyBasis::QueueDepth,
+        SweepAxis::Workers => ConcurrencyBasis::Workers,
+    };
+    let query = format!(
+        "SELECT * FROM ({}) s WHERE workload = 'randread'",
+        newest_sweep(axis)
+    );
+    let mut found: ByTablespaceSweeps = Default::default();
+    for r in c.select(&query, None, &[])? {
         let ts = r.get::<String>(1)?.unwrap_or_default();
+        let sweep = found.entry(ts).or_insert_with(|| Sweep {
+            call: String::new(),
+            measured_at: String::new(),
+            basis,
+            points: Vec::new(),
+        });
+        sweep.call = r.get(6)?.unwrap_or_default();
+        sweep.measured_at = r.get(7)?.unwrap_or_default();
+        let readers = r.get::<f64>(3)?.unwrap_or(0.0) as i32;
+        if sweep.points.last().map(|p| p.readers) != Some(readers) {
+            sweep.points.push(SweepPoint {
+                readers,
+                ..Default::default()
+            });
+        }
+        let point = sweep.points.last_mut().expect("pushed");
+        point.iops.push(r.get(4)?.unwrap_or(0.0));
+        point.ids.push(r.get(5)?.unwrap_or(0));
+    }
+    for (ts, sweep) in found {
         if let Some(f) = out.get_mut(&ts) {
-            curve(f).push((
-                r.get(2)?.unwrap_or(0),
-                r.get(3)?.unwrap_or(0.0),
-                r.get(4)?.unwrap_or(0),
-            ));
+            f.sweep.get_or_insert(sweep);
         }
     }
     Ok(())
 }
+
+type ByTablespaceSweeps = std::collections::BTreeMap<String, Sweep>;
 
 /// The newest done experiments (20), their layouts and their reports.
 fn done_experiments() -> Vec<Experiment> {

@@ -3,11 +3,13 @@
 //! one 8 kB page read as part of a sequential scan. Its default
 //! `random_page_cost` = 4 models a random read 40 times as slow as a
 //! sequential one with 90 % of random reads found in a cache (40 x 0.1).
-//! Here each is measured instead:
-//!   t_seq(ts)  = 8192 / sequential read throughput (bytes/s), the time of
-//!                one page at the standard suite's 128 kB direct reads;
-//!   t_rand(ts) = mean latency of the standard suite's 8 kB direct random
-//!                reads, one worker;
+//! Here each is measured instead, from repeated probes (at least
+//! [`MIN_REPEATS`] of each figure, the newest ten at most; fewer and the row
+//! gives the call that measures them):
+//!   t_seq(ts)  = 8192 / mean sequential read throughput (bytes/s), the
+//!                time of one page at the standard suite's 128 kB direct reads;
+//!   t_rand(ts) = the mean of the 8 kB direct random reads' mean latencies,
+//!                one worker;
 //!   miss       = 1 - the database's buffer hit ratio (pg_stat_database),
 //!                or PostgreSQL's own 0.1 while it has read too few blocks
 //!                to tell;
@@ -17,17 +19,26 @@
 //!   random_page_cost(ts) = max(seq_page_cost(ts), t_rand(ts) / t_seq(pg_default) x miss):
 //!                          a cached random read costs no more than a
 //!                          sequential one.
-//! effective_io_concurrency: the smallest queue depth of one reader (or,
-//! where no depth beyond 1 was measured, the fewest concurrent workers)
-//! that reaches four fifths of the highest read IOPS measured; 1 when one
-//! read at a time already gets nearly all there is.
+//! Each figure is said with its 95 % interval and its probes.
+//!
+//! effective_io_concurrency comes from one depth sweep, the newest
+//! `profile()` call that measured one reader's 8 kB random reads at several
+//! queue depths (or, without one, at several workers), never from points of
+//! different calls: the smallest depth whose IOPS is not significantly
+//! below four fifths of the best depth's (Welch, one-sided at
+//! [`stats::ALPHA`], on each depth's repetitions), so that one noisy probe
+//! neither crowns a depth nor hides a knee. A sweep with fewer than
+//! [`MIN_REPEATS`] probes at a depth decides nothing: the row gives the
+//! call that measures one with repetitions.
 
 use serde_json::json;
 
-use super::figures::{ByTablespace, Figures};
+use super::figures::{ByTablespace, ConcurrencyBasis, Figures, Probe, Sweep, SweepPoint};
+use super::placement::MIN_REPEATS;
 use super::read_path::{choose_eic, eic_said};
-use super::{Advice, COMPARE_CALL};
+use super::Advice;
 use crate::sql_text::{ident, literal};
+use crate::stats::{self, estimate, Estimate, Sides};
 
 /// Costs proposed for one tablespace.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,54 +87,166 @@ pub fn costs(rand_mean_us: f64, seq_us: f64, unit_seq_us: f64, miss: f64) -> Opt
     })
 }
 
-/// effective_io_concurrency from read IOPS at several numbers of
-/// concurrent readers (workers or queue depth): the fewest readers that
-/// reach four fifths of the highest IOPS measured, a rule one noisy step
-/// does not derail. None without the one-reader point and another.
-pub fn effective_io_concurrency(iops_by_readers: &[(i32, f64)]) -> Option<i32> {
-    let mut points: Vec<(i32, f64)> = iops_by_readers
-        .iter()
-        .copied()
-        .filter(|p| p.0 > 0 && p.1 > 0.0)
-        .collect();
-    points.sort_by_key(|p| p.0);
-    points.dedup_by_key(|p| p.0);
-    if points.len() < 2 || points[0].0 != 1 {
-        return None;
-    }
-    let top = points.iter().map(|p| p.1).fold(0.0, f64::max);
-    points
-        .iter()
-        .find(|p| p.1 >= 0.8 * top)
-        .map(|p| p.0.min(1000))
-}
-
-/// What an effective_io_concurrency was read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConcurrencyBasis {
-    /// One reader's io_uring queue depth: what the setting is, the number
-    /// of reads one backend keeps in flight while it prefetches.
-    QueueDepth,
-    /// Concurrent synchronous readers (profile's workers): a stand-in,
-    /// for tablespaces profiled before queued probes existed or where
-    /// io_uring is off.
-    Workers,
-}
-
-/// effective_io_concurrency from the read IOPS measured at several queue
-/// depths (one reader) or, without such, at several workers: the depth
-/// curve when it has a point beyond depth 1, since that is the setting's
-/// own meaning.
-pub fn io_concurrency(
-    by_depth: &[(i32, f64)],
-    by_workers: &[(i32, f64)],
-) -> Option<(i32, ConcurrencyBasis)> {
-    if by_depth.iter().any(|p| p.0 > 1) {
-        if let Some(n) = effective_io_concurrency(by_depth) {
-            return Some((n, ConcurrencyBasis::QueueDepth));
+impl ConcurrencyBasis {
+    fn noun(self) -> &'static str {
+        match self {
+            ConcurrencyBasis::QueueDepth => "queue depth",
+            ConcurrencyBasis::Workers => "number of concurrent readers",
         }
     }
-    effective_io_concurrency(by_workers).map(|n| (n, ConcurrencyBasis::Workers))
+
+    /// The evidence's name of the sweep's axis.
+    pub fn key(self) -> &'static str {
+        match self {
+            ConcurrencyBasis::QueueDepth => "iodepth",
+            ConcurrencyBasis::Workers => "workers",
+        }
+    }
+}
+
+/// The widest 95 % interval (± % of the mean) a costs figure may have: a
+/// cost from a figure known only to ±50 % could be off by half, and
+/// ALTER TABLESPACE would carry that into every plan.
+pub const MAX_COST_CI_PCT: f64 = 25.0;
+
+/// The share of the best depth's IOPS a depth must reach (not be
+/// significantly below): the knee, where more reads in flight stop paying.
+pub const KNEE_SHARE: f64 = 0.8;
+
+/// effective_io_concurrency read from one sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EicPick {
+    pub value: i32,
+    /// the depth (or readers) with the highest mean IOPS
+    pub best: i32,
+    /// each point's readers and IOPS estimate, in ascending readers
+    pub points: Vec<(i32, Estimate)>,
+}
+
+/// Why a sweep decides nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EicShort {
+    /// no one-reader point, or no other point to compare it with
+    TooFewPoints,
+    /// a point has fewer than MIN_REPEATS probes (the fewest)
+    TooFewRepetitions(usize),
+}
+
+/// The smallest number of reads in flight whose IOPS is not significantly
+/// below four fifths of the best point's: Welch's one-sided test of the
+/// point's repetitions against the best's scaled by [`KNEE_SHARE`] (a
+/// scaled sample has the scaled mean and spread, so the test is the
+/// ordinary one). The best point always qualifies.
+pub fn eic_from_sweep(points: &[SweepPoint]) -> Result<EicPick, EicShort> {
+    let mut pts: Vec<&SweepPoint> = points.iter().filter(|p| p.readers > 0).collect();
+    pts.sort_by_key(|p| p.readers);
+    pts.dedup_by_key(|p| p.readers);
+    if pts.len() < 2 || pts[0].readers != 1 {
+        return Err(EicShort::TooFewPoints);
+    }
+    let fewest = pts
+        .iter()
+        .map(|p| stats::usable(&p.iops).len())
+        .min()
+        .unwrap_or(0);
+    if fewest < MIN_REPEATS {
+        return Err(EicShort::TooFewRepetitions(fewest));
+    }
+    let estimates: Vec<(i32, Estimate)> = pts
+        .iter()
+        .filter_map(|p| estimate(&p.iops).map(|e| (p.readers, e)))
+        .collect();
+    let (best_at, _) = estimates
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1 .1.mean.total_cmp(&b.1 .1.mean))
+        .expect("two points at least");
+    let knee: Vec<f64> = stats::usable(&pts[best_at].iops)
+        .iter()
+        .map(|x| x * KNEE_SHARE)
+        .collect();
+    let value = pts
+        .iter()
+        .enumerate()
+        .find(|(i, p)| {
+            *i == best_at
+                || !stats::welch(&stats::usable(&p.iops), &knee)
+                    .is_some_and(|w| w.significant(stats::ALPHA, Sides::Less))
+        })
+        .map(|(_, p)| p.readers.min(1000))
+        .expect("the best point qualifies");
+    Ok(EicPick {
+        value,
+        best: pts[best_at].readers,
+        points: estimates,
+    })
+}
+
+/// The call that measures a depth sweep with repetitions.
+pub fn sweep_call(ts: &str) -> String {
+    format!(
+        "SELECT * FROM storlab.profile({}, iodepths => '{{1,2,4,8,16,32,64}}', repetitions => {MIN_REPEATS})",
+        literal(ts)
+    )
+}
+
+/// The call that stores MIN_REPEATS more probes of each costs figure of
+/// `tablespaces`: 8 kB random reads and 128 kB sequential reads, the
+/// standard suite's (each repetition's call names its repetition, so that
+/// the planner cannot evaluate it once for all of them).
+pub fn costs_call(tablespaces: &[&str]) -> String {
+    let names: Vec<String> = tablespaces.iter().map(|t| literal(t)).collect();
+    format!(
+        "SELECT p.* FROM pg_catalog.unnest(ARRAY[{}]::name[]) AS t, (VALUES ('randread', 8192), ('seqread', 131072)) AS w(workload, block_size), pg_catalog.generate_series(1, {MIN_REPEATS}) AS r, LATERAL storlab.probe(t, w.workload, block_size => w.block_size, duration => '1 second', label => pg_catalog.concat('repetition ', r)) AS p",
+        names.join(", ")
+    )
+}
+
+/// A figure of a tablespace from its repeated probes: the estimate and the
+/// probes' ids; None with fewer than MIN_REPEATS usable probes.
+struct Repeated {
+    est: Estimate,
+    ids: Vec<i64>,
+}
+
+fn repeated(f: &Figures, workload: &str, value: fn(&Probe) -> f64) -> Result<Repeated, usize> {
+    let probes: Vec<&Probe> = f
+        .repeats
+        .get(workload)
+        .map(|v| {
+            v.iter()
+                .filter(|p| value(p) > 0.0 && value(p).is_finite())
+                .collect()
+        })
+        .unwrap_or_default();
+    let values: Vec<f64> = probes.iter().map(|p| value(p)).collect();
+    match estimate(&values) {
+        Some(est) if est.n >= MIN_REPEATS => Ok(Repeated {
+            est,
+            ids: probes.iter().map(|p| p.id).collect(),
+        }),
+        _ => Err(probes.len()),
+    }
+}
+
+/// "±2.1 %, 3 probes"
+fn precision_said(e: &Estimate) -> String {
+    match e.ci95_pct {
+        Some(p) => format!("±{p:.1} %, {} probes", e.n),
+        None => format!("{} probes", e.n),
+    }
+}
+
+fn figure_json(r: &Repeated, unit: &str) -> serde_json::Value {
+    json!({ "mean": r.est.mean, "unit": unit, "ci95_pct": r.est.ci95_pct, "n": r.est.n, "probes": r.ids })
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// The costs rows: one per tablespace with random and sequential reads
@@ -137,18 +260,32 @@ pub fn advise(
     blks_hit: i64,
     io_method: Option<&str>,
 ) -> Vec<Advice> {
-    let seq = |f: &Figures| {
-        f.workloads
-            .get("seqread")
-            .and_then(|p| seq_page_us(p.mib_s))
+    let seqread = |f: &Figures| repeated(f, "seqread", |p| p.mib_s);
+    let randread = |f: &Figures| repeated(f, "randread", |p| p.mean_us);
+    let unit_reads = match figures.get("pg_default").map(seqread) {
+        Some(Ok(r)) => r,
+        Some(Err(n)) if n > 0 => {
+            return vec![Advice::new(
+                "costs",
+                None,
+                format!(
+                    "nothing to price yet: every cost is relative to pg_default's sequential page, and its sequential reads have {n} probe{} where {MIN_REPEATS} are needed; measure them (the statement), then ask again",
+                    plural(n)
+                ),
+                Some(costs_call(&["pg_default"])),
+                None,
+                json!({ "seqread_probes": n }),
+            )];
+        }
+        _ => {
+            return vec![Advice::measure_first(
+                "costs",
+                &format!("pg_default's sequential reads ({MIN_REPEATS} probes), the unit every cost is relative to"),
+                &costs_call(&["pg_default"]),
+            )]
+        }
     };
-    let Some(unit) = figures.get("pg_default").and_then(seq) else {
-        return vec![Advice::measure_first(
-            "costs",
-            "pg_default's sequential reads, the unit every cost is relative to",
-            COMPARE_CALL,
-        )];
-    };
+    let unit = seq_page_us(unit_reads.est.mean).expect("a positive mean");
     let (miss, measured) = miss_ratio(blks_read, blks_hit);
     let miss_said = if measured {
         format!(
@@ -159,64 +296,103 @@ pub fn advise(
         format!("PostgreSQL's own assumption that {:.0} % of random reads miss every cache (this database has read too little to tell)", miss * 100.0)
     };
     let mut rows = Vec::new();
+    let mut short: Vec<(&str, usize, usize)> = Vec::new();
     for (ts, f) in figures.iter().filter(|(ts, _)| *ts != "pg_wal") {
-        let (Some(rand), Some(seq_us)) = (f.workloads.get("randread"), seq(f)) else {
-            continue;
+        let (rand, seq) = match (randread(f), seqread(f)) {
+            (Ok(r), Ok(s)) => (r, s),
+            (r, s) => {
+                let count = |x: &Result<Repeated, usize>| match x {
+                    Ok(r) => r.est.n,
+                    Err(n) => *n,
+                };
+                if count(&r) + count(&s) > 0 {
+                    short.push((ts.as_str(), count(&r), count(&s)));
+                }
+                continue;
+            }
         };
+        let wide: Vec<String> = [
+            ("random reads", &rand, ts.as_str()),
+            ("sequential reads", &seq, ts.as_str()),
+            ("sequential reads", &unit_reads, "pg_default"),
+        ]
+        .iter()
+        .filter(|(_, r, _)| r.est.ci95_pct.is_none_or(|p| p > MAX_COST_CI_PCT))
+        .map(|(what, r, on)| format!("{what} of {on} {}", precision_said(&r.est)))
+        .collect();
+        if !wide.is_empty() {
+            let mut again = vec![ts.as_str()];
+            if ts != "pg_default" && unit_reads.est.ci95_pct.is_none_or(|p| p > MAX_COST_CI_PCT) {
+                again.push("pg_default");
+            }
+            rows.push(Advice::new(
+                "costs",
+                Some(ts),
+                format!(
+                    "cannot price {ts} yet: a cost needs its figures within ±{MAX_COST_CI_PCT:.0} %, and {} (a load beside the probes spreads them); measure again when the server is quieter (the statement), then ask again",
+                    wide.join(", ")
+                ),
+                Some(costs_call(&again)),
+                None,
+                json!({
+                    "probes": rand.ids.iter().chain(&seq.ids).collect::<Vec<_>>(),
+                    "randread_mean_us": figure_json(&rand, "us"),
+                    "seqread_mib_s": figure_json(&seq, "MiB/s"),
+                    "unit_seqread_mib_s": figure_json(&unit_reads, "MiB/s"),
+                    "max_ci95_pct": MAX_COST_CI_PCT,
+                }),
+            ));
+            continue;
+        }
+        let seq_us = seq_page_us(seq.est.mean).expect("a positive mean");
         let Some(Costs {
             seq_page_cost,
             random_page_cost,
-        }) = costs(rand.mean_us, seq_us, unit, miss)
+        }) = costs(rand.est.mean, seq_us, unit, miss)
         else {
             continue;
         };
-        let readers: Vec<(i32, f64)> = f.scaling.iter().map(|s| (s.0, s.1)).collect();
-        let depths: Vec<(i32, f64)> = f.depths.iter().map(|s| (s.0, s.1)).collect();
-        let eic = io_concurrency(&depths, &readers);
         let mut set =
             format!("random_page_cost = {random_page_cost}, seq_page_cost = {seq_page_cost}");
         let mut said = format!(
-            "plans priced by this storage's measured costs: 8 kB random reads take {:.1} us on average, a sequential page {:.2} us (pg_default's: {:.2} us); with {miss_said}, a random page costs {random_page_cost} and a sequential one {seq_page_cost} of pg_default's sequential page",
-            rand.mean_us, seq_us, unit
-        );
-        let finer = format!(
-            "SELECT * FROM storlab.profile({}, iodepths => '{{1,2,4,8,16,32,64}}')",
-            literal(ts)
+            "plans priced by this storage's measured costs: 8 kB random reads take {:.1} us on average ({}), a sequential page {:.2} us ({:.0} MiB/s, {}; pg_default's: {:.2} us, {}); with {miss_said}, a random page costs {random_page_cost} and a sequential one {seq_page_cost} of pg_default's sequential page",
+            rand.est.mean,
+            precision_said(&rand.est),
+            seq_us,
+            seq.est.mean,
+            precision_said(&seq.est),
+            unit,
+            precision_said(&unit_reads.est),
         );
         let read_path = io_method.and_then(|m| choose_eic(&f.read_path, m).map(|c| (c, m)));
-        match eic {
-            _ if read_path.is_some() => {
-                let (c, m) = read_path.as_ref().expect("matched");
+        let sweep = f.sweep.as_ref().map(|s| (s, eic_from_sweep(&s.points)));
+        match (&read_path, &sweep) {
+            (Some((c, m)), _) => {
                 set.push_str(&format!(", effective_io_concurrency = {}", c.eic));
                 said.push_str("; ");
-                said.push_str(&eic_said(c, m, eic.map(|e| e.0)));
+                let raw = sweep
+                    .as_ref()
+                    .and_then(|(_, r)| r.as_ref().ok())
+                    .map(|p| p.value);
+                said.push_str(&eic_said(c, m, raw));
             }
-            Some((n, ConcurrencyBasis::QueueDepth)) => {
-                set.push_str(&format!(", effective_io_concurrency = {n}"));
-                let measured: Vec<String> = depths.iter().map(|d| d.0.to_string()).collect();
-                let who = if n == 1 {
-                    "one read at a time already gets".to_string()
-                } else {
-                    format!("one reader keeping {n} reads in flight reaches")
-                };
-                said.push_str(&format!(
-                    "; {who} four fifths of the highest read IOPS measured (queue depths {})",
-                    measured.join(", ")
-                ));
-                // the suite's depths 1 and 32 bound the knee, they do not
-                // place it (nothing is below 1)
-                if n > 1 && depths.len() < 4 {
-                    said.push_str(&format!("; {finer} places it more finely"));
-                }
+            (None, Some((s, Ok(pick)))) => {
+                set.push_str(&format!(", effective_io_concurrency = {}", pick.value));
+                said.push_str(&format!("; {}", pick_said(s, pick)));
             }
-            Some((n, ConcurrencyBasis::Workers)) => {
-                set.push_str(&format!(", effective_io_concurrency = {n}"));
-                said.push_str(&format!("; {n} concurrent readers reach four fifths of the highest read IOPS measured"));
-            }
-            None => said.push_str(&format!(
-                "; for effective_io_concurrency, measure reads at several queue depths first: {finer}"
+            (None, Some((s, Err(EicShort::TooFewRepetitions(n))))) => said.push_str(&format!(
+                "; effective_io_concurrency is left as it is: the newest sweep (profile() of {}) has {n} probe{} at a {} where telling them apart takes {MIN_REPEATS}; {} measures one",
+                s.measured_at,
+                plural(*n),
+                s.basis.noun(),
+                sweep_call(ts)
+            )),
+            (None, _) => said.push_str(&format!(
+                "; for effective_io_concurrency, measure reads at several queue depths first: {}",
+                sweep_call(ts)
             )),
         }
+        let pick = sweep.as_ref().and_then(|(_, r)| r.as_ref().ok());
         rows.push(Advice::new(
             "costs",
             Some(ts),
@@ -225,13 +401,21 @@ pub fn advise(
             // the gain is in the plans chosen: no figure to promise
             None,
             json!({
-                "probes": [rand.id, f.workloads["seqread"].id],
-                "scaling_probes": f.scaling.iter().map(|s| s.2).collect::<Vec<_>>(),
-                "randread_mean_us": rand.mean_us, "seq_page_us": seq_us, "unit_seq_page_us": unit,
+                "probes": rand.ids.iter().chain(&seq.ids).collect::<Vec<_>>(),
+                "randread_mean_us": figure_json(&rand, "us"),
+                "seqread_mib_s": figure_json(&seq, "MiB/s"),
+                "unit_seqread_mib_s": figure_json(&unit_reads, "MiB/s"),
+                "seq_page_us": seq_us, "unit_seq_page_us": unit,
                 "miss_ratio": miss, "miss_ratio_measured": measured,
-                "iops_by_workers": readers,
-                "iops_by_iodepth": depths,
-                "depth_probes": f.depths.iter().map(|s| s.2).collect::<Vec<_>>(),
+                "sweep": sweep.as_ref().map(|(s, _)| json!({
+                    "call": s.call, "measured_at": s.measured_at, "by": s.basis.key(),
+                    "effective_io_concurrency": pick.map(|p| p.value),
+                    "points": s.points.iter().map(|p| {
+                        let e = estimate(&p.iops);
+                        json!({ s.basis.key(): p.readers, "iops": e.map(|e| e.mean),
+                                "ci95_pct": e.and_then(|e| e.ci95_pct), "probes": p.ids })
+                    }).collect::<Vec<_>>(),
+                })),
                 "read_path": read_path.as_ref().map(|(c, m)| json!({
                     "io_method": m, "effective_io_concurrency": c.eic, "mib_s_by_value": c.curve,
                     "probes": c.ids,
@@ -239,300 +423,72 @@ pub fn advise(
             }),
         ));
     }
-    if rows.is_empty() {
-        rows.push(Advice::measure_first(
+    // tablespaces with some figures but too few to price: the call that measures them
+    if !short.is_empty() {
+        let names: Vec<&str> = short.iter().map(|s| s.0).collect();
+        let counts: Vec<String> = short
+            .iter()
+            .map(|(ts, r, s)| format!("{ts} ({r} random, {s} sequential)"))
+            .collect();
+        rows.push(Advice::new(
             "costs",
-            "random and sequential reads of any tablespace",
-            COMPARE_CALL,
+            None,
+            format!(
+                "cannot price {} yet: a cost needs {MIN_REPEATS} probes of random reads and of sequential reads, and there are fewer: {}; measure them (the statement), then ask again",
+                names.join(", "),
+                counts.join(", ")
+            ),
+            Some(costs_call(&names)),
+            None,
+            json!({ "tablespaces": names }),
+        ));
+    }
+    if rows.is_empty() {
+        rows.push(Advice::new(
+            "costs",
+            None,
+            format!("nothing measured yet: random and sequential reads of any tablespace ({MIN_REPEATS} probes of each); measure first"),
+            Some(costs_call(&["pg_default"])),
+            None,
+            json!({}),
         ));
     }
     rows
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::figures::Probe;
-    use super::*;
-
-    #[test]
-    fn seq_page_time_from_throughput() {
-        // 1000 MiB/s: 8192 / 1 048 576 000 s = 7.8125 us
-        assert!((seq_page_us(1000.0).unwrap() - 7.8125).abs() < 1e-9);
-        assert_eq!(seq_page_us(0.0), None);
-    }
-
-    #[test]
-    fn costs_by_hand() {
-        // pg_default: 800 MiB/s -> 9.765625 us a page. lab_disk: 100 us
-        // random mean, 640 MiB/s -> 12.20703125 us a page; miss 0.1:
-        //   seq_page_cost = 12.207 / 9.766 = 1.25
-        //   random_page_cost = max(1.25, 100 / 9.765625 x 0.1 = 1.024) = 1.25
-        let unit = seq_page_us(800.0).unwrap();
-        let c = costs(100.0, seq_page_us(640.0).unwrap(), unit, 0.1).unwrap();
-        assert_eq!(
-            c,
-            Costs {
-                seq_page_cost: 1.25,
-                random_page_cost: 1.25
-            }
-        );
-        // a spinning disk: 8 ms random, 200 MiB/s; half the reads miss:
-        //   seq = 39.0625 / 9.765625 = 4.0, random = 8000 / 9.765625 x 0.5 = 409.6
-        let c = costs(8000.0, seq_page_us(200.0).unwrap(), unit, 0.5).unwrap();
-        assert_eq!(
-            c,
-            Costs {
-                seq_page_cost: 4.0,
-                random_page_cost: 409.6
-            }
-        );
-        // PostgreSQL's own model: random 40x sequential, 10 % missing -> 4
-        let c = costs(40.0 * unit, unit, unit, DEFAULT_MISS).unwrap();
-        assert_eq!(
-            c,
-            Costs {
-                seq_page_cost: 1.0,
-                random_page_cost: 4.0
-            }
-        );
-        assert_eq!(costs(0.0, 1.0, 1.0, 0.1), None);
-    }
-
-    #[test]
-    fn the_hit_ratio_needs_enough_reads() {
-        assert_eq!(miss_ratio(30, 9_970), (DEFAULT_MISS, false));
-        assert_eq!(miss_ratio(10_000, 990_000), (0.01, true));
-    }
-
-    #[test]
-    fn io_concurrency_is_where_four_fifths_of_the_top_is_reached() {
-        // a RAID or SSD: 1 -> 2 -> 4 grow, 8 barely
-        assert_eq!(
-            effective_io_concurrency(&[(1, 10_000.0), (2, 19_000.0), (4, 30_000.0), (8, 31_000.0)]),
-            Some(4)
-        );
-        // one disk head: nothing to gain
-        assert_eq!(
-            effective_io_concurrency(&[(1, 200.0), (2, 210.0), (4, 215.0)]),
-            Some(1)
-        );
-        // a noisy step (2 -> 4 +16 %) does not hide the gain at 8
-        assert_eq!(
-            effective_io_concurrency(&[(1, 14_451.0), (2, 29_605.0), (4, 34_253.0), (8, 47_237.0)]),
-            Some(8)
-        );
-        assert_eq!(
-            effective_io_concurrency(&[(2, 1.0), (4, 2.0)]),
-            None,
-            "needs the one-reader point"
-        );
-        assert_eq!(effective_io_concurrency(&[(1, 1.0)]), None);
-    }
-
-    #[test]
-    fn queue_depth_is_read_before_workers() {
-        let workers = [(1, 10_000.0), (2, 19_000.0), (4, 30_000.0)];
-        // lab_disk's profile in the README: 43 701 IOPS from one psync
-        // reader, then io_uring at depths 2..128; four fifths of the top
-        // (120 960) is 96 768, first passed at depth 16
-        let depths = [
-            (1, 43_701.0),
-            (2, 65_161.0),
-            (4, 87_808.0),
-            (8, 94_716.0),
-            (16, 109_969.0),
-            (32, 117_037.0),
-            (64, 120_960.0),
-            (128, 116_238.0),
-        ];
-        assert_eq!(
-            io_concurrency(&depths, &workers),
-            Some((16, ConcurrencyBasis::QueueDepth))
-        );
-        // the standard suite alone: depths 1 and 32
-        assert_eq!(
-            io_concurrency(&[(1, 43_701.0), (32, 117_037.0)], &[]),
-            Some((32, ConcurrencyBasis::QueueDepth))
-        );
-        // only the one-reader point at depth: the workers decide
-        assert_eq!(
-            io_concurrency(&[(1, 10_000.0)], &workers),
-            Some((4, ConcurrencyBasis::Workers))
-        );
-        // depths without their one-reader point: the workers decide too
-        assert_eq!(
-            io_concurrency(&[(32, 117_037.0)], &workers),
-            Some((4, ConcurrencyBasis::Workers))
-        );
-        assert_eq!(io_concurrency(&[(1, 1.0)], &[(1, 1.0)]), None);
-    }
-
-    fn probe(id: i64, mean_us: f64, mib_s: f64) -> Probe {
-        Probe {
-            id,
-            mean_us,
-            p50_us: mean_us,
-            p99_us: mean_us * 2.0,
-            mib_s,
-        }
-    }
-
-    /// pg_default and lab_disk as sql/recommend.sql stores them.
-    fn two_tablespaces() -> ByTablespace {
-        let mut figures = ByTablespace::new();
-        let pg_default = figures.entry("pg_default".into()).or_default();
-        pg_default
-            .workloads
-            .insert("seqread".into(), probe(1, 0.0, 800.0));
-        pg_default
-            .workloads
-            .insert("randread".into(), probe(2, 60.0, 125.0));
-        pg_default.depths = vec![(1, 16_000.0, 2), (8, 48_000.0, 3), (32, 55_000.0, 4)];
-        let lab_disk = figures.entry("lab_disk".into()).or_default();
-        lab_disk
-            .workloads
-            .insert("seqread".into(), probe(5, 0.0, 640.0));
-        lab_disk
-            .workloads
-            .insert("randread".into(), probe(6, 100.0, 78.0));
-        lab_disk.scaling = vec![
-            (1, 10_000.0, 6),
-            (2, 19_000.0, 7),
-            (4, 30_000.0, 8),
-            (8, 31_000.0, 9),
-        ];
-        figures
-    }
-
-    #[test]
-    fn a_row_per_tablespace_priced_in_pg_defaults_sequential_page() {
-        let rows = advise(&two_tablespaces(), 0, 0, None);
-        let targets: Vec<_> = rows.iter().map(|r| r.target.as_deref().unwrap()).collect();
-        assert_eq!(targets, ["lab_disk", "pg_default"]);
-        assert_eq!(
-            rows[0].statement.as_deref(),
-            Some("ALTER TABLESPACE lab_disk SET (random_page_cost = 1.25, seq_page_cost = 1.25, effective_io_concurrency = 4)")
-        );
-        assert!(rows[0]
-            .advice
-            .contains("4 concurrent readers reach four fifths"));
-        assert!(rows[0]
-            .advice
-            .contains("PostgreSQL's own assumption that 10 %"));
-        assert_eq!(rows[0].evidence["probes"], json!([6, 5]));
-        assert_eq!(rows[0].evidence["miss_ratio_measured"], json!(false));
-        // pg_default: queue depths decide; 3 depths only: how to place it finely
-        assert!(rows[1]
-            .statement
-            .as_deref()
-            .unwrap()
-            .ends_with("effective_io_concurrency = 8)"));
-        assert!(rows[1].advice.contains("one reader keeping 8 reads in flight reaches four fifths of the highest read IOPS measured (queue depths 1, 8, 32); SELECT * FROM storlab.profile('pg_default', iodepths => '{1,2,4,8,16,32,64}') places it more finely"));
-    }
-
-    #[test]
-    fn a_measured_miss_ratio_is_said_and_used() {
-        let rows = advise(&two_tablespaces(), 500_000, 500_000, None);
-        assert!(rows[0]
-            .advice
-            .contains("50.0 % of this database's block reads missing shared buffers"));
-        // lab_disk: 100 / 9.765625 x 0.5 = 5.12
-        assert!(rows[0]
-            .statement
-            .as_deref()
-            .unwrap()
-            .contains("random_page_cost = 5.12"));
-    }
-
-    #[test]
-    fn without_pg_defaults_sequential_reads_nothing_is_priced() {
-        let mut figures = two_tablespaces();
-        figures
-            .get_mut("pg_default")
-            .unwrap()
-            .workloads
-            .remove("seqread");
-        let rows = advise(&figures, 0, 0, None);
-        assert_eq!(rows.len(), 1);
-        assert!(rows[0].advice.contains("pg_default's sequential reads"));
-        assert_eq!(rows[0].statement.as_deref(), Some(COMPARE_CALL));
-        // pg_default's unit alone, no tablespace with both reads: measure
-        let mut figures = two_tablespaces();
-        for f in figures.values_mut() {
-            f.workloads.remove("randread");
-        }
-        let rows = advise(&figures, 0, 0, None);
-        assert_eq!(rows.len(), 1);
-        assert!(rows[0]
-            .advice
-            .contains("random and sequential reads of any tablespace"));
-    }
-
-    #[test]
-    fn pg_wal_gets_no_costs_and_no_depths_means_measure_them() {
-        let mut figures = two_tablespaces();
-        figures.insert("pg_wal".into(), figures["lab_disk"].clone());
-        figures.get_mut("lab_disk").unwrap().scaling.clear();
-        let rows = advise(&figures, 0, 0, None);
-        assert_eq!(rows.len(), 2, "pg_wal is no tablespace");
-        assert!(!rows[0]
-            .statement
-            .as_deref()
-            .unwrap()
-            .contains("effective_io_concurrency"));
-        assert!(rows[0].advice.contains("for effective_io_concurrency, measure reads at several queue depths first: SELECT * FROM storlab.profile('lab_disk'"));
-    }
-
-    #[test]
-    fn on_18_the_read_path_decides_effective_io_concurrency() {
-        use super::super::read_path::ReadPathPoint;
-        let mut figures = two_tablespaces();
-        let pt = |eic: i32, mib: [f64; 3]| ReadPathPoint {
-            scan: "bitmapscan".into(),
-            io_method: "worker".into(),
-            eic,
-            table_bytes: 64 << 20,
-            mib_s: mib.to_vec(),
-            ids: vec![100 + eic as i64],
-        };
-        figures.get_mut("pg_default").unwrap().read_path = vec![
-            pt(1, [30.0, 31.0, 29.0]),
-            pt(16, [80.0, 81.0, 79.0]),
-            pt(64, [82.0, 81.0, 83.0]),
-        ];
-        let rows = advise(&figures, 0, 0, Some("worker"));
-        let d = rows
-            .iter()
-            .find(|r| r.target.as_deref() == Some("pg_default"))
-            .unwrap();
-        assert!(
-            d.statement
-                .as_ref()
-                .unwrap()
-                .ends_with("effective_io_concurrency = 16)"),
-            "{:?}",
-            d.statement
-        );
-        // the raw queue-depth curve (8 reaches four fifths) is named, and not used
-        assert!(
-            d.advice.contains("raw queue-depth curve says 8"),
-            "{}",
-            d.advice
-        );
-        assert_eq!(d.evidence["read_path"]["effective_io_concurrency"], 16);
-        // without read-path probes under the method in use, the curve decides
-        let rows = advise(&figures, 0, 0, Some("io_uring"));
-        let d = rows
-            .iter()
-            .find(|r| r.target.as_deref() == Some("pg_default"))
-            .unwrap();
-        assert!(
-            d.statement
-                .as_ref()
-                .unwrap()
-                .ends_with("effective_io_concurrency = 8)"),
-            "{:?}",
-            d.statement
-        );
-    }
+/// How a sweep's pick reads: the value, the best point, each point's IOPS.
+fn pick_said(s: &Sweep, pick: &EicPick) -> String {
+    let points: Vec<String> = pick
+        .points
+        .iter()
+        .map(|(r, e)| match e.ci95_pct {
+            Some(p) => format!("{r}: {:.0} ±{p:.1} %", e.mean),
+            None => format!("{r}: {:.0}", e.mean),
+        })
+        .collect();
+    let fewest = pick.points.iter().map(|p| p.1.n).min().unwrap_or(0);
+    let lead = if pick.value == pick.best {
+        format!(
+            "effective_io_concurrency = {}: no smaller {} comes within four fifths of its read IOPS",
+            pick.value,
+            s.basis.noun()
+        )
+    } else {
+        format!(
+            "effective_io_concurrency = {}: the smallest {} whose read IOPS is not significantly below four fifths of the best ({})",
+            pick.value,
+            s.basis.noun(),
+            pick.best
+        )
+    };
+    format!(
+        "{lead}, in one sweep (profile() of {}, {} probes or more at each; IOPS by {}: {})",
+        s.measured_at,
+        fewest,
+        s.basis.noun(),
+        points.join(", ")
+    )
 }
+
+#[cfg(test)]
+mod tests;

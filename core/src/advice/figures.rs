@@ -31,11 +31,9 @@ pub struct Figures {
     pub location: Option<String>,
     /// the newest 1-worker standard-suite probe of each workload
     pub workloads: BTreeMap<String, Probe>,
-    /// randread IOPS by workers (the newest probe at each count), with ids
-    pub scaling: Vec<(i32, f64, i64)>,
-    /// randread IOPS of one reader by queue depth (the newest probe at
-    /// each depth, depth 1 included), with ids
-    pub depths: Vec<(i32, f64, i64)>,
+    /// one call's 8 kB random-read IOPS over queue depths (or workers):
+    /// the newest profile() sweep, effective_io_concurrency's evidence
+    pub sweep: Option<Sweep>,
     /// every stored probe of one worker at queue depth 1, direct, at the
     /// standard suite's block size of the workload (randread, seqread,
     /// seqwrite), newest first: the repeated figures a difference between
@@ -44,6 +42,39 @@ pub struct Figures {
     /// PostgreSQL's own read path (probe_read_path, PostgreSQL 18): the
     /// repetitions of each (scan, io_method, effective_io_concurrency)
     pub read_path: Vec<super::read_path::ReadPathPoint>,
+}
+
+/// One `profile()` call's 8 kB random reads at several queue depths of one
+/// reader (or, where it swept none, at several workers): every point from
+/// that one call, each with its repetitions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sweep {
+    /// the call's suite_call
+    pub call: String,
+    /// when the call started, as the advice says it
+    pub measured_at: String,
+    pub basis: ConcurrencyBasis,
+    pub points: Vec<SweepPoint>,
+}
+
+/// A sweep's point: the reads in flight (queue depth or workers), the IOPS
+/// of each repetition and the probes'.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepPoint {
+    pub readers: i32,
+    pub iops: Vec<f64>,
+    pub ids: Vec<i64>,
+}
+
+/// What a sweep's reads in flight are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConcurrencyBasis {
+    /// One reader's io_uring queue depth: what the setting is, the number
+    /// of reads one backend keeps in flight while it prefetches.
+    QueueDepth,
+    /// Concurrent synchronous readers (profile's workers): a stand-in,
+    /// where io_uring is off or no depth was swept.
+    Workers,
 }
 
 /// Figures by tablespace name ("pg_wal" for the WAL's folder).

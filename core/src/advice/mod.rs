@@ -24,10 +24,12 @@ pub mod read_path;
 pub mod wal;
 
 pub use costs::{
-    costs, effective_io_concurrency, io_concurrency, miss_ratio, seq_page_us, ConcurrencyBasis,
-    Costs, DEFAULT_MISS, MIN_BLOCKS_FOR_RATIO,
+    costs, eic_from_sweep, miss_ratio, seq_page_us, Costs, EicPick, EicShort, DEFAULT_MISS,
+    MIN_BLOCKS_FOR_RATIO,
 };
-pub use figures::{ByTablespace, Cell, Context, Experiment, Figures, Probe};
+pub use figures::{
+    ByTablespace, Cell, ConcurrencyBasis, Context, Experiment, Figures, Probe, Sweep, SweepPoint,
+};
 pub use wal::worth_moving;
 
 use serde_json::{json, Value};

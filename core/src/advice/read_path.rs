@@ -158,7 +158,7 @@ pub fn eic_said(choice: &EicChoice, method: &str, raw: Option<i32>) -> String {
     }
     match raw {
         Some(r) if r != choice.eic => s.push_str(&format!(
-            "; the storage's raw queue-depth curve says {r}: the read path's value is used, since it includes what PostgreSQL adds to each read (read streams, combined reads, {})",
+            "; the storage's own sweep (profile()) says {r}: the read path's value is used, since it includes what PostgreSQL adds to each read (read streams, combined reads, {})",
             if method == "worker" { "I/O workers" } else { "the kernel's queue" }
         )),
         _ => {}
@@ -437,7 +437,7 @@ mod tests {
             table_bytes: 64 << 20,
         };
         let s = eic_said(&c, "worker", Some(32));
-        assert!(s.contains("raw queue-depth curve says 32"), "{s}");
+        assert!(s.contains("own sweep (profile()) says 32"), "{s}");
         assert!(s.contains("I/O workers"), "{s}");
         assert!(!eic_said(&c, "worker", Some(16)).contains("raw"));
     }
