@@ -25,6 +25,11 @@ pub struct Scores {
     /// sequential write + sequential read MiB/s of each repetition
     /// (higher is better)
     pub bulk_mib_s: Vec<f64>,
+    /// the sequential write and read MiB/s of each repetition that
+    /// `bulk_mib_s` sums: shown apart, so their precision is said apart
+    /// (empty where only the sum is known)
+    pub seqwrite_mib_s: Vec<f64>,
+    pub seqread_mib_s: Vec<f64>,
     /// Storage that loses its contents at a reboot (tmpfs, zram): fast, and
     /// no place for WAL, data or indexes, so it wins no role and is no one's
     /// yardstick while durable storage was measured too.
@@ -202,18 +207,17 @@ pub fn rank(all: &[Scores], names: &[&str], precision_pct: Option<f64>) -> Vec<R
             ));
         }
     }
-    // figures less precise than asked, whatever their rank
-    for (i, e) in est.iter().enumerate() {
-        for (k, role) in ROLES.iter().enumerate() {
-            let Some(e) = e[k] else { continue };
+    // figures less precise than asked, whatever their rank: each figure as
+    // the output shows it (bulk as its write and its read)
+    for (i, s) in all.iter().enumerate() {
+        for (name, values) in shown(s) {
+            let Some(e) = estimate(values) else { continue };
             match (e.ci95_pct, precision_pct) {
-                (None, _) => out[i].caveats.push(format!(
-                    "{}: measured once, its precision is unknown",
-                    role.figure_name()
-                )),
+                (None, _) => out[i]
+                    .caveats
+                    .push(format!("{name}: measured once, its precision is unknown")),
                 (Some(got), Some(asked)) if got > asked => out[i].caveats.push(format!(
-                    "{}: ±{got:.0} % over {} ({asked} % asked)",
-                    role.figure_name(),
+                    "{name}: ±{got:.0} % over {} ({asked} % asked)",
                     reps(e.n)
                 )),
                 _ => {}
@@ -221,6 +225,23 @@ pub fn rank(all: &[Scores], names: &[&str], precision_pct: Option<f64>) -> Vec<R
         }
     }
     out
+}
+
+/// The figures of a volume as the output shows them, with their
+/// repetitions: the two ranked p99s, and bulk as its sequential write and
+/// read (the sum where the parts are not known).
+fn shown(s: &Scores) -> Vec<(&'static str, &[f64])> {
+    let mut v = vec![
+        (Role::Wal.figure_name(), s.wal_commit_p99_us.as_slice()),
+        (Role::Indexes.figure_name(), s.randread_p99_us.as_slice()),
+    ];
+    if s.seqwrite_mib_s.is_empty() && s.seqread_mib_s.is_empty() {
+        v.push((Role::Bulk.figure_name(), s.bulk_mib_s.as_slice()));
+    } else {
+        v.push(("sequential write MiB/s", s.seqwrite_mib_s.as_slice()));
+        v.push(("sequential read MiB/s", s.seqread_mib_s.as_slice()));
+    }
+    v
 }
 
 /// Which figures of each volume need another repetition: those less
@@ -255,13 +276,20 @@ pub fn wanted(all: &[Scores], precision_pct: Option<f64>) -> Vec<Wanted> {
         .zip(&ranks)
         .map(|(s, r)| {
             let mut w = Wanted::default();
-            for role in ROLES {
-                let e = estimate(role.values(s));
-                let imprecise = match (e.and_then(|e| e.ci95_pct), precision_pct) {
+            let imprecise = |values: &[f64]| {
+                let e = estimate(values);
+                match (e.and_then(|e| e.ci95_pct), precision_pct) {
                     (Some(got), Some(asked)) => got > asked,
-                    _ => e.is_some() && e.unwrap().n < 2,
-                };
-                if imprecise || r.tied_for.contains(&role.as_str()) {
+                    _ => e.is_some_and(|e| e.n < 2),
+                }
+            };
+            for role in ROLES {
+                let parts_imprecise = role == Role::Bulk
+                    && (imprecise(&s.seqwrite_mib_s) || imprecise(&s.seqread_mib_s));
+                if imprecise(role.values(s))
+                    || parts_imprecise
+                    || r.tied_for.contains(&role.as_str())
+                {
                     w.set(role);
                 }
             }

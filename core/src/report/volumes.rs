@@ -157,6 +157,8 @@ pub fn figures<At: PartialOrd + Copy>(reps: &[&Rep<At>]) -> VolumeFigures<At> {
         randread_p99_us: mean_of(reps, read, p99),
         wal_commit_p99_us: mean_of(reps, wal, p99),
         bulk_mib_s: bulk,
+        seqwrite_mib_s: seqw_v.clone(),
+        seqread_mib_s: seqr_v.clone(),
         volatile: false,
         wal_only: false,
     };
