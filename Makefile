@@ -73,7 +73,7 @@ test-fast:
 
 # Release build: probes against fio and pg_test_fsync on the lab's volumes
 # (psync and io_uring at depths 1 to 32, and how repeatable each is), the
-# standard suite with and without precision_pct, regressions() on unchanged
+# standard suite with and without precision_pct, compare_tablespaces() under a fio load (ten calls), regressions() on unchanged
 # storage, the benchmark harness against bare pgbench, what the
 # experiments' alternating order buys over a fixed one, and the readers and
 # the update over years of stored results, and a collector's readers over
@@ -81,6 +81,7 @@ test-fast:
 bench: deps install lab
 	bench/probe_vs_fio
 	bench/suite_precision
+	bench/compare_under_load
 	bench/regressions false-alarms
 	bench/harness_overhead
 	bench/experiment_order
