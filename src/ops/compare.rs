@@ -484,15 +484,8 @@ pub fn new_call() -> String {
 
 /// A uuid's text as the SQL type.
 pub fn uuid(text: &str) -> Option<pgrx::datum::Uuid> {
-    let hex: String = text.chars().filter(|c| *c != '-').collect();
-    if hex.len() != 32 {
-        return None;
-    }
-    let mut bytes = [0u8; 16];
-    for (i, b) in bytes.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(pgrx::datum::Uuid::from_bytes(bytes))
+    let u = ::uuid::Uuid::parse_str(text).ok()?;
+    Some(pgrx::datum::Uuid::from_bytes(*u.as_bytes()))
 }
 
 /// The stored figures of every volume, whatever their age, from its newest
