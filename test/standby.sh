@@ -248,12 +248,13 @@ WRITERS=(
   "SELECT storlab.fleet_add('replica', 'dbname=x')"
   "SELECT storlab.fleet_remove('replica')"
   "SELECT * FROM storlab.fleet_prune('1 day')"
+  "CALL storlab.measure_tablespaces(max_age => '1 millisecond', duration => '0.1 s')"
 )
 wrong=()
 for q in "${WRITERS[@]}"; do
   got=$(fails standby -c "$q")
   [[ $got == "25006: cannot "*" on a hot standby" ]] || wrong+=("$q: $got")
 done
-is "${wrong[*]:-none}" none "moves, jobs, experiments, baselines, cancel, prune and the fleet's writers are refused with 25006 on a standby"
+is "${wrong[*]:-none}" none "moves, jobs, experiments, baselines, cancel, prune, measure_tablespaces and the fleet's writers are refused with 25006 on a standby"
 is "$(fails standby -c "SELECT storlab.fleet_sync()")" "25006: cannot sync the fleet on a hot standby" \
   "and so is the fleet's collector"

@@ -298,7 +298,12 @@ fn measure_volume(
     max_repetitions: Option<i32>,
 ) -> i64 {
     let _called = crate::ops::error::called("storlab.measure_tablespaces");
-    crate::ops::standby::measuring();
+    // its point is to commit what it measured, volume by volume: a standby
+    // keeps nothing (compare_tablespaces() measures it in one call)
+    crate::ops::standby::refuse_writes(
+        "keep volumes measured one by one (storlab.measure_tablespaces)",
+    )
+    .or_raise();
     // SAFETY: a plain read of the transaction state.
     if unsafe { pg_sys::IsTransactionBlock() } {
         raise(
