@@ -8,7 +8,7 @@
 //! Waking more often costs the measurement: on this lab's virtual disk a
 //! process that only wakes every 10 ms took fio's random
 //! reads at depth 32 from a median 176 000 to 154 000 IOPS (4 alternating
-//! runs, README "Queued probes against fio").
+//! runs, docs/validation.md "Queued probes against fio's io_uring engine").
 //! Tests and tools outside the server use a closure and plain sleeps.
 
 use std::thread;

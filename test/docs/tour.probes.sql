@@ -1,4 +1,4 @@
--- README.md's tour: the standard suite on every volume with short fixed
+-- docs/tour.md: the standard suite on every volume with short fixed
 -- probes, twice, so that the tour's compare_tablespaces() answers from
 -- stored figures (it measures a volume without a complete call; figures
 -- differ, the shape does not) and the docs' check stays within its time.
