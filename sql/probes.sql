@@ -55,9 +55,12 @@ SELECT count(*) AS stored_fsync_probes FROM storlab.probes WHERE label LIKE 'fsy
 
 -- storlab.profile(tablespace, duration, workers[]): the standard suite at each
 -- worker count. A single-process test hides how a volume scales; '{1,2}'
--- shows it.
+-- shows it. (Its NOTICE, how many probes and how long they may take at
+-- most, names a time that depends on the storage: set aside here.)
+SET client_min_messages = warning;
 SELECT workload, block_size, workers, sync_method, ops > 0 AS measured, label
   FROM storlab.profile('lab_ram', '100 ms', '{1,2}') ORDER BY id;
+RESET client_min_messages;
 
 -- storlab.compare_tablespaces(max_age, duration, precision_pct,
 -- min_repetitions, max_repetitions, measure): every tablespace and pg_wal

@@ -40,9 +40,11 @@ SELECT precision_pct, iops_ci95_pct > 0 AS precision_known, duration_s >= 0.3 AS
 
 -- profile(iodepths): the suite at each depth (a WAL commit waits for its
 -- fdatasync, so it runs at depth 1 only), plus the standard suite's queued
--- randread at depth 32.
+-- randread at depth 32. (Its NOTICE's time bound depends on the storage.)
+SET client_min_messages = warning;
 SELECT workload, block_size, iodepth, engine, ops > 0 AS measured
   FROM storlab.profile('lab_ram', '100 ms', iodepths => '{1,4}') ORDER BY id;
+RESET client_min_messages;
 
 -- compare_tablespaces shows the queued randread beside the single reader's.
 SET client_min_messages = warning;
