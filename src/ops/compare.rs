@@ -403,7 +403,7 @@ fn measure_volumes(targets: &[Target], vols: &[Volume], which: &[usize], args: &
         .or_raise();
     }
     notice!(
-        "storlab: measuring {} volume{}: {}; at most {} (the suite {} times on each, its ranked figures up to {} times where less precise than {} or tied, probes of at most {} after filling a {} MiB file)",
+        "storlab: measuring {} volume{}: {}; at most {} (the suite {} times on each, its ranked figures up to {} times where less precise than {} or tied, probes of at most {} after filling a {} MiB file; waits for another session's probes of the same devices come on top)",
         which.len(),
         if which.len() == 1 { "" } else { "s" },
         described.join("; "),

@@ -208,15 +208,26 @@ impl DeviceLock {
             .ok()
             .flatten()
             .unwrap_or_else(|| "?".into());
-            notice!(
-                "storlab: waiting for another storlab probe on the device of {} (pid {holders}): probes of one volume never overlap",
-                target.name
-            );
+            // once per statement: a suite call waits at many of its probes
+            // while another session's call takes turns with it
+            // SAFETY: reads the backend's statement start time.
+            let statement = unsafe { pg_sys::GetCurrentStatementStartTimestamp() };
+            if WAIT_SAID.with(|w| w.replace(statement)) != statement {
+                notice!(
+                    "storlab: waiting for another storlab probe on the device of {} (pid {holders}): probes of one volume never overlap, and this call's probes take turns with that session's (said once per statement; its time bound does not count the waits)",
+                    target.name
+                );
+            }
             // SAFETY: as above; waits like any lock (lock_timeout, cancel)
             unsafe { pg_sys::LockAcquire(&tag, mode, true, false) };
         }
         Ok(DeviceLock(tag))
     }
+}
+
+thread_local! {
+    /// The statement that last said it waits for another session's probe.
+    static WAIT_SAID: std::cell::Cell<pg_sys::TimestampTz> = const { std::cell::Cell::new(0) };
 }
 
 impl Drop for DeviceLock {

@@ -390,7 +390,7 @@ pub fn profile(
     )
     })?;
     notice!(
-        "storlab: profiling {}: {per_target} probes{} ({} suite item{} at {} worker count{}, {repetitions} time{}), at most {} in all",
+        "storlab: profiling {}: {per_target} probes{} ({} suite item{} at {} worker count{}, {repetitions} time{}), at most {} in all (waits for another session's probes of the same devices come on top)",
         targets.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
         if targets.len() == 1 { "" } else { " each" },
         items.len(),
