@@ -382,3 +382,42 @@ fn figures_too_spread_price_nothing_and_ask_for_more() {
         .unwrap()
         .starts_with("ALTER TABLESPACE pg_default"));
 }
+
+#[test]
+fn pg_defaults_own_spread_is_said_once() {
+    let mut figures = two_tablespaces();
+    figures.get_mut("pg_default").unwrap().repeats.insert(
+        "seqread".into(),
+        vec![
+            probe(1, 0.0, 800.0),
+            probe(2, 0.0, 400.0),
+            probe(3, 0.0, 1200.0),
+        ],
+    );
+    let rows = advise(&figures, 0, 0, None);
+    let d = rows
+        .iter()
+        .find(|r| r.target.as_deref() == Some("pg_default"))
+        .unwrap();
+    assert_eq!(
+        d.advice.matches("sequential reads of pg_default").count(),
+        1,
+        "{}",
+        d.advice
+    );
+    let l = rows
+        .iter()
+        .find(|r| r.target.as_deref() == Some("lab_disk"))
+        .unwrap();
+    assert!(
+        l.advice.starts_with("cannot price lab_disk yet")
+            && l.advice.contains("sequential reads of pg_default ±"),
+        "{}",
+        l.advice
+    );
+    assert!(l
+        .statement
+        .as_deref()
+        .unwrap()
+        .contains("ARRAY['lab_disk', 'pg_default']"));
+}
