@@ -3,12 +3,12 @@
 -- subtransaction that is then rolled back, so nothing is changed.
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SET client_min_messages = warning;
-SET storlab.suite_file_size = '16MB';
+SET storlab.suite_file_size = '8MB';
 SELECT plan(16);
 
 -- figures for every tablespace (only missing or day-old ones are probed)
 SELECT diag(format('%s tablespaces measured', count(*)))
-  FROM storlab.compare_tablespaces(duration => '50 ms', min_repetitions => 3, max_repetitions => 3);
+  FROM storlab.compare_tablespaces(duration => '50 ms', precision_pct => NULL, min_repetitions => 3, max_repetitions => 3);
 -- lab_ram swept at three queue depths, three times over, in one call
 SELECT diag(format('%s probes in lab_ram''s sweep', count(*)))
   FROM storlab.profile('lab_ram', '50 ms', iodepths => '{1,2,4}', repetitions => 3) WHERE workload = 'randread';
