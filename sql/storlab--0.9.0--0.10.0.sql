@@ -220,5 +220,9 @@ BEGIN
   RAISE NOTICE 'storlab: % volume(s) measured; storlab.compare_tablespaces() ranks them', done;
 END $$;
 
-REVOKE ALL ON FUNCTION storlab.measure_volume(name, uuid, interval, interval, real, integer, integer) FROM PUBLIC;
+-- measure_volume, the procedure's step, stays executable by PUBLIC (as
+-- every function is by default): whoever may CALL the procedure may take
+-- its steps, and each step checks what measuring by hand takes (EXECUTE on
+-- storlab.profile(), CREATE on the volume's tablespace: 42501) before it
+-- measures anything.
 REVOKE ALL ON PROCEDURE storlab.measure_tablespaces(interval, interval, real, integer, integer, uuid) FROM PUBLIC;

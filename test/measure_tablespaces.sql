@@ -12,7 +12,7 @@ CREATE EXTENSION pgtap;
 CREATE EXTENSION dblink;
 CREATE EXTENSION storlab;
 SET storlab.suite_file_size = '4MB';
-SELECT plan(11);
+SELECT plan(14);
 
 CREATE FUNCTION pg_temp.remote() RETURNS text LANGUAGE sql AS $$
   SELECT format('host=%s port=%s dbname=%s user=%s', current_setting('unix_socket_directories'),
@@ -68,6 +68,27 @@ SELECT throws_ok($$CALL storlab.measure_tablespaces(max_age => '1 microsecond')$
                  'storlab.measure_tablespaces cannot run inside a transaction block',
                  'inside BEGIN ... COMMIT it is refused (25001) before it measures anything');
 ROLLBACK;
+
+-- Who may measure: a role granted the procedure, EXECUTE on profile() and
+-- CREATE on the tablespaces may take every step of it (measure_volume
+-- checks the grants itself); a role without them is refused with 42501
+-- naming every grant it lacks, in one error, before anything is measured.
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS tap_measurer;
+CREATE ROLE tap_measurer LOGIN;
+GRANT EXECUTE ON PROCEDURE storlab.measure_tablespaces(interval, interval, real, integer, integer, uuid) TO tap_measurer;
+SELECT ok(has_function_privilege('tap_measurer', 'storlab.measure_volume(name, uuid, interval, interval, real, integer, integer)', 'EXECUTE'),
+          'a role granted the procedure may take its steps');
+SELECT dblink_connect('r', pg_temp.remote() || ' user=tap_measurer') \gset
+SELECT count(*) AS probes_before FROM storlab.probes \gset
+SELECT dblink_send_query('r', $$SELECT storlab.measure_volume('lab_ram', gen_random_uuid(), '1 microsecond', '20 ms', 5, 2, 2)$$) AS sent \gset
+SELECT count(*) AS rows FROM dblink_get_result('r', false) AS r(x text) \gset
+SELECT alike(dblink_error_message('r'), '%would measure lab_ram, and measuring needs EXECUTE on storlab.profile()%Also: permission denied for tablespace lab_ram%',
+             'without the grants: 42501 naming EXECUTE on profile() and CREATE on the tablespace, in one error');
+SELECT is((SELECT count(*) FROM storlab.probes), :probes_before::bigint, 'and nothing was measured');
+SELECT dblink_disconnect('r') \gset
+DROP OWNED BY tap_measurer;
+DROP ROLE tap_measurer;
 
 SELECT * FROM finish();
 \c postgres

@@ -61,7 +61,14 @@ DECLARE s text; st text; msg text;
 BEGIN
   FOR s IN SELECT statement FROM advice WHERE statement IS NOT NULL LOOP
     BEGIN
-      EXECUTE s;
+      -- a statement that measures more (1-second probes, a dozen of them)
+      -- is planned, not run: EXPLAIN checks that it parses and that every
+      -- function it calls exists with those arguments
+      IF s LIKE 'SELECT p.* FROM %storlab.probe(%' THEN
+        EXECUTE 'EXPLAIN ' || s;
+      ELSE
+        EXECUTE s;
+      END IF;
       RAISE EXCEPTION 'ran' USING ERRCODE = 'P0001';  -- roll the subtransaction back
     EXCEPTION WHEN OTHERS THEN
       GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
@@ -70,7 +77,7 @@ BEGIN
   END LOOP;
 END $$;
 SELECT is((SELECT string_agg(statement || ' -> ' || outcome, E'\n') FROM executed WHERE outcome <> 'ran'), NULL,
-          'every proposed statement runs (rolled back after)');
+          'every proposed statement runs (rolled back after; one that measures is planned)');
 SELECT cmp_ok((SELECT count(*) FROM executed), '>=', 4::bigint, 'and there were statements to run');
 SELECT diag(format('%s rows of advice, %s statements run and rolled back', (SELECT count(*) FROM advice),
                    (SELECT count(*) FROM executed)));

@@ -146,7 +146,11 @@ REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real, int
 -- measure => false ranks the stored figures only; measuring takes EXECUTE
 -- on storlab.profile() too (ops::compare), as measuring by hand does
 GRANT EXECUTE ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) TO pg_monitor;
-REVOKE ALL ON FUNCTION storlab.measure_volume(name, uuid, interval, interval, real, integer, integer) FROM PUBLIC;
+-- measure_volume, the procedure's step, stays executable by PUBLIC (as
+-- every function is by default): whoever may CALL the procedure may take
+-- its steps, and each step checks what measuring by hand takes (EXECUTE on
+-- storlab.profile(), CREATE on the volume's tablespace: 42501) before it
+-- measures anything.
 REVOKE ALL ON PROCEDURE storlab.measure_tablespaces(interval, interval, real, integer, integer, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.probe_read_path(name, integer[], bigint, integer, text) FROM PUBLIC;
 

@@ -130,6 +130,13 @@ fn add_read_path(
 fn newest_figures() -> ByTablespace {
     let mut out = ByTablespace::new();
     let newest_suite = newest_suite_probes();
+    let sweeps = [
+        (
+            ConcurrencyBasis::QueueDepth,
+            newest_sweep(SweepAxis::QueueDepth),
+        ),
+        (ConcurrencyBasis::Workers, newest_sweep(SweepAxis::Workers)),
+    ];
     Spi::connect(|c| {
         let rows = c.select(
             &format!(
@@ -154,8 +161,9 @@ fn newest_figures() -> ByTablespace {
         }
         // effective_io_concurrency's sweep: the newest profile() call over
         // queue depths, else over workers
-        add_sweeps(c, SweepAxis::QueueDepth, &mut out)?;
-        add_sweeps(c, SweepAxis::Workers, &mut out)?;
+        for (basis, sweep) in &sweeps {
+            add_sweeps(c, *basis, sweep, &mut out)?;
+        }
         // every probe of one worker at depth 1, direct, at the standard
         // suite's block size (the suite's own and probe()'s alike), newest first
         let repeats = c.select(
@@ -218,22 +226,17 @@ fn probe(r: &pgrx::spi::SpiHeapTupleData<'_>, at: usize) -> Result<Probe, pgrx::
     })
 }
 
-/// Each tablespace's newest profile() sweep along `axis`, its 8 kB random
+/// Each tablespace's newest profile() sweep (`sweep_sql`, along the axis
+/// `basis` names), its 8 kB random
 /// reads' repetitions at each point, where the tablespace has no sweep yet
 /// (depths are read first: they are what the setting means).
 fn add_sweeps(
     c: &pgrx::spi::SpiClient<'_>,
-    axis: SweepAxis,
+    basis: ConcurrencyBasis,
+    sweep_sql: &str,
     out: &mut ByTablespace,
 ) -> Result<(), pgrx::spi::Error> {
-    let basis = match axis {
-        SweepAxis::QueueDepth => ConcurrencyBasis::QueueDepth,
-        SweepAxis::Workers => ConcurrencyBasis::Workers,
-    };
-    let query = format!(
-        "SELECT * FROM ({}) s WHERE workload = 'randread'",
-        newest_sweep(axis)
-    );
+    let query = format!("SELECT * FROM ({sweep_sql}) s WHERE workload = 'randread'");
     let mut found: ByTablespaceSweeps = Default::default();
     for r in c.select(&query, None, &[])? {
         let ts = r.get::<String>(1)?.unwrap_or_default();

@@ -73,7 +73,20 @@ pub enum SweepAxis {
 /// 'YYYY-MM-DD HH24:MI:SS+TZ'), so that points of calls minutes and loads
 /// apart never make one curve. One index descent per tablespace
 /// (probes_suite_call), then the call's rows (probes_call_rows).
+/// Before ALTER EXTENSION UPDATE to 0.10.0 the probes carry no suite_call,
+/// and no sweep can be told apart: 55000 naming the update (rather than
+/// 42703 from the query).
+pub fn require_suite_calls(what: &str) {
+    let columns = super::record::table_columns("storlab.probes")
+        .map_err(spi("reading storlab.probes' columns"))
+        .or_raise();
+    if !columns.iter().any(|c| c == "suite_call") {
+        super::identity::raise_update_needed(what);
+    }
+}
+
 pub fn newest_sweep(axis: SweepAxis) -> String {
+    require_suite_calls("a profile() sweep is one call's probes, and this database's storlab.probes does not record the call yet");
     let (x, call_filter, row_filter) = match axis {
         SweepAxis::Workers => (
             "workers",

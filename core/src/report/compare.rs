@@ -10,6 +10,7 @@
 //! candidate's. Otherwise the role goes to no one and the candidates that
 //! cannot be told from the leader are said to tie for it.
 
+use crate::request::probe::SUITE_PRECISION_PCT;
 pub use crate::stats::{estimate, Estimate};
 use crate::stats::{usable, welch, ALPHA};
 
@@ -209,15 +210,24 @@ pub fn rank(all: &[Scores], names: &[&str], precision_pct: Option<f64>) -> Vec<R
     }
     // figures less precise than asked, whatever their rank: each figure as
     // the output shows it (bulk as its write and its read)
+    // (without a precision asked, the suite's default stands for it: a
+    // figure known to ±159 % is said to be, whatever was asked)
+    let (asked, asked_said) = match precision_pct {
+        Some(p) => (p, format!("{p} % asked")),
+        None => (
+            SUITE_PRECISION_PCT,
+            format!("{SUITE_PRECISION_PCT} % is the suite's default precision"),
+        ),
+    };
     for (i, s) in all.iter().enumerate() {
         for (name, values) in shown(s) {
             let Some(e) = estimate(values) else { continue };
-            match (e.ci95_pct, precision_pct) {
-                (None, _) => out[i]
+            match e.ci95_pct {
+                None => out[i]
                     .caveats
                     .push(format!("{name}: measured once, its precision is unknown")),
-                (Some(got), Some(asked)) if got > asked => out[i].caveats.push(format!(
-                    "{name}: ±{got:.0} % over {} ({asked} % asked)",
+                Some(got) if got > asked => out[i].caveats.push(format!(
+                    "{name}: ±{got:.0} % over {} ({asked_said})",
                     reps(e.n)
                 )),
                 _ => {}

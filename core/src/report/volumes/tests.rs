@@ -129,10 +129,10 @@ fn the_ranked_figures_are_made_of_these_items() {
 #[test]
 fn the_most_time_counts_every_probe_its_overhead_and_its_fill() {
     // two volumes, 6 items x 2 + 4 ranked items x 2 more = 20 probes each,
-    // 1 s + 0.25 s each, 256 MiB filled at half of 512 MiB/s (1 s) and of
-    // 256 MiB/s (2 s)
-    let t = most_time(&[512.0, 256.0], 2, 4, Duration::from_secs(1), 256 << 20);
-    assert_eq!(t, Duration::from_secs_f64(20.0 * 2.25 + 20.0 * 3.25));
+    // 1 s + 0.5 s each, 256 MiB filled at a quarter of 1024 MiB/s (1 s) and
+    // of 512 MiB/s (2 s)
+    let t = most_time(&[1024.0, 512.0], 2, 4, Duration::from_secs(1), 256 << 20);
+    assert_eq!(t, Duration::from_secs_f64(20.0 * 2.5 + 20.0 * 3.5));
     assert_eq!(
         most_time(&[], 2, 4, Duration::from_secs(1), 1),
         Duration::ZERO
