@@ -13,11 +13,14 @@ use super::identity::as_owner;
 use super::read;
 use super::server::this_server;
 use super::standby;
+use storlab_core::report::volumes::FILL_SHARE;
 
-/// The sequential write speed a scratch file on the volume of `names` is
-/// assumed to fill at: its newest seqwrite probe's, else a cautious guess.
+/// The sequential write speed of the volume of `names` that its scratch
+/// files are assumed to fill at FILL_SHARE of: its newest seqwrite probe's
+/// (O_DIRECT), else the speed at which a never-measured volume is assumed
+/// to fill them, UNKNOWN_FILL_MIB_S, given as such.
 pub(crate) fn fill_rate(names: &[String]) -> f64 {
-    last_fill_rate(names).unwrap_or(UNKNOWN_FILL_MIB_S)
+    last_fill_rate(names).unwrap_or(UNKNOWN_FILL_MIB_S / FILL_SHARE)
 }
 
 /// The newest sequential-write speed stored for the volume (any age, any
@@ -44,8 +47,9 @@ fn last_fill_rate(names: &[String]) -> Option<f64> {
     .filter(|r| r.is_finite() && *r > 0.0)
 }
 
-/// The sequential write speed assumed for a volume never measured: a slow
-/// disk's (a scratch file fills at FILL_SHARE of it).
+/// How fast a scratch file is assumed to fill on a volume never measured:
+/// a slow disk's buffered writes (a first call on the lab stated 21 min
+/// for 4 min when this was taken as an O_DIRECT speed and shared again).
 const UNKNOWN_FILL_MIB_S: f64 = 100.0;
 
 pub(crate) fn seconds(d: Duration) -> String {
