@@ -202,14 +202,22 @@ fn newest_figures() -> ByTablespace {
     .or_raise();
     // a tablespace measured as its volume (compare_tablespaces() probes a
     // filesystem once, under its first tablespace's name) has its figures
+    // and a sweep of one tablespace of a volume is a sweep of its device:
+    // each tablespace there gets the volume's newest one
     for (member, peers) in super::compare::volume_members() {
-        if out.contains_key(&member) {
-            continue;
+        if !out.contains_key(&member) {
+            if let Some(mut f) = peers.iter().find_map(|p| out.get(p).cloned()) {
+                // the scratch folder was the other tablespace's
+                f.location = None;
+                out.insert(member.clone(), f);
+            }
         }
-        if let Some(mut f) = peers.iter().find_map(|p| out.get(p).cloned()) {
-            // the scratch folder was the other tablespace's
-            f.location = None;
-            out.insert(member, f);
+        let newest = std::iter::once(&member)
+            .chain(&peers)
+            .filter_map(|t| out.get(t).and_then(|f| f.sweep.clone()))
+            .max_by(|a, b| a.measured_at.cmp(&b.measured_at));
+        if let (Some(f), Some(sweep)) = (out.get_mut(&member), newest) {
+            f.sweep = Some(sweep);
         }
     }
     out

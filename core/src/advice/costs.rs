@@ -329,11 +329,19 @@ pub fn advise(
             if ts != "pg_default" && unit_reads.est.ci95_pct.is_none_or(|p| p > MAX_COST_CI_PCT) {
                 again.push("pg_default");
             }
+            // what its sweep says is said all the same (the setting does
+            // not depend on the costs' figures)
+            let eic = f
+                .sweep
+                .as_ref()
+                .and_then(|s| eic_from_sweep(&s.points).ok().map(|p| (s, p)))
+                .map(|(s, p)| format!("; {}", pick_said(s, &p)))
+                .unwrap_or_default();
             rows.push(Advice::new(
                 "costs",
                 Some(ts),
                 format!(
-                    "cannot price {ts} yet: a cost needs its figures within ±{MAX_COST_CI_PCT:.0} %, and {} (a load beside the probes spreads them); measure again when the server is quieter (the statement), then ask again",
+                    "cannot price {ts} yet: a cost needs its figures within ±{MAX_COST_CI_PCT:.0} %, and {} (a load beside the probes spreads them); measure again when the server is quieter (the statement), then ask again{eic}",
                     wide.join(", ")
                 ),
                 Some(costs_call(&again)),
