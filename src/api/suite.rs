@@ -140,6 +140,25 @@ fn run_profile(
     SetOfIterator::new(fetch_rows(&ids))
 }
 
+/// compare_tablespaces()'s and measure_volume()'s max_age (positive) and
+/// repetitions (2..20, max at least min): 22004 / 22023 otherwise.
+fn age_and_repetitions(
+    max_age: Option<Interval>,
+    min_repetitions: Option<i32>,
+    max_repetitions: Option<i32>,
+) -> (Interval, usize, usize) {
+    let max_age = required(max_age, "max_age");
+    if interval_micros(&max_age) <= 0 {
+        raise(invalid("max_age must be positive, e.g. '1 day'"));
+    }
+    let (min_reps, max_reps) = compare_repetitions(
+        required(min_repetitions, "min_repetitions"),
+        required(max_repetitions, "max_repetitions"),
+    )
+    .or_raise();
+    (max_age, min_reps, max_reps)
+}
+
 fn precision_of(p: Option<f32>) -> Option<f64> {
     precision(p.map(f64::from)).or_raise()
 }
@@ -196,15 +215,8 @@ fn compare_volumes(
 > {
     let _called = crate::ops::error::called("storlab.compare_tablespaces");
     let measure = required(measure, "measure");
-    let max_age = required(max_age, "max_age");
-    if interval_micros(&max_age) <= 0 {
-        raise(invalid("max_age must be positive, e.g. '1 day'"));
-    }
-    let (min_reps, max_reps) = compare_repetitions(
-        required(min_repetitions, "min_repetitions"),
-        required(max_repetitions, "max_repetitions"),
-    )
-    .or_raise();
+    let (max_age, min_reps, max_reps) =
+        age_and_repetitions(max_age, min_repetitions, max_repetitions);
     // on a standby: its own storage, unstored (it probes only what it has
     // no young figures of, so a read-only transaction is refused only then)
     if measure {
@@ -317,15 +329,8 @@ fn measure_volume(
     }
     let tablespace = required(tablespace, "tablespace");
     let call = required(suite_call, "suite_call").to_string();
-    let max_age = required(max_age, "max_age");
-    if interval_micros(&max_age) <= 0 {
-        raise(invalid("max_age must be positive, e.g. '1 day'"));
-    }
-    let (min_reps, max_reps) = compare_repetitions(
-        required(min_repetitions, "min_repetitions"),
-        required(max_repetitions, "max_repetitions"),
-    )
-    .or_raise();
+    let (max_age, min_reps, max_reps) =
+        age_and_repetitions(max_age, min_repetitions, max_repetitions);
     let args = CompareArgs {
         max_age,
         run: SuiteRun {

@@ -241,6 +241,17 @@ fn figure_json(r: &Repeated, unit: &str) -> serde_json::Value {
     json!({ "mean": r.est.mean, "unit": unit, "ci95_pct": r.est.ci95_pct, "n": r.est.n, "probes": r.ids })
 }
 
+/// The evidence of a costs row's figures: each with its probes and
+/// interval, and every probe id together.
+fn figures_evidence(rand: &Repeated, seq: &Repeated, unit: &Repeated) -> serde_json::Value {
+    json!({
+        "probes": rand.ids.iter().chain(&seq.ids).collect::<Vec<_>>(),
+        "randread_mean_us": figure_json(rand, "us"),
+        "seqread_mib_s": figure_json(seq, "MiB/s"),
+        "unit_seqread_mib_s": figure_json(unit, "MiB/s"),
+    })
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -346,13 +357,11 @@ pub fn advise(
                 ),
                 Some(costs_call(&again)),
                 None,
-                json!({
-                    "probes": rand.ids.iter().chain(&seq.ids).collect::<Vec<_>>(),
-                    "randread_mean_us": figure_json(&rand, "us"),
-                    "seqread_mib_s": figure_json(&seq, "MiB/s"),
-                    "unit_seqread_mib_s": figure_json(&unit_reads, "MiB/s"),
-                    "max_ci95_pct": MAX_COST_CI_PCT,
-                }),
+                {
+                    let mut e = figures_evidence(&rand, &seq, &unit_reads);
+                    e["max_ci95_pct"] = json!(MAX_COST_CI_PCT);
+                    e
+                },
             ));
             continue;
         }
@@ -412,11 +421,9 @@ pub fn advise(
             Some(format!("ALTER TABLESPACE {} SET ({set})", ident(ts))),
             // the gain is in the plans chosen: no figure to promise
             None,
-            json!({
-                "probes": rand.ids.iter().chain(&seq.ids).collect::<Vec<_>>(),
-                "randread_mean_us": figure_json(&rand, "us"),
-                "seqread_mib_s": figure_json(&seq, "MiB/s"),
-                "unit_seqread_mib_s": figure_json(&unit_reads, "MiB/s"),
+            {
+                let mut e = figures_evidence(&rand, &seq, &unit_reads);
+                let more = json!({
                 "seq_page_us": seq_us, "unit_seq_page_us": unit,
                 "miss_ratio": miss, "miss_ratio_measured": measured,
                 "sweep": sweep.as_ref().map(|(s, _)| json!({
@@ -432,7 +439,12 @@ pub fn advise(
                     "io_method": m, "effective_io_concurrency": c.eic, "mib_s_by_value": c.curve,
                     "probes": c.ids,
                 })),
-            }),
+                });
+                for (k, v) in more.as_object().expect("an object") {
+                    e[k] = v.clone();
+                }
+                e
+            },
         ));
     }
     // tablespaces with some figures but too few to price: the call that measures them
