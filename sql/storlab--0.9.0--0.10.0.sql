@@ -120,26 +120,6 @@ AS 'MODULE_PATHNAME', 'compare_fleet_wrapper';
 REVOKE ALL ON FUNCTION storlab.compare_fleet(text[], interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.compare_fleet(text[], interval) TO pg_monitor;
 
--- profile() takes repetitions: the sweep that many times, so that
--- recommend() tells a queue depth's IOPS from the next one's (its
--- effective_io_concurrency comes from one call's repeated sweep, no longer
--- from the newest probe at each depth, whose index goes).
-DROP INDEX storlab.probes_newest_depth;
-ALTER FUNCTION storlab.profile(name, interval, integer[], integer[], real) RENAME TO profile_0_9;
-CREATE FUNCTION storlab."profile"(
-	"tablespace" name DEFAULT NULL, /* Option < Name > */
-	"duration" interval DEFAULT '3 seconds', /* Option < Interval > */
-	"workers" INT[] DEFAULT '{1}', /* :: std :: option :: Option < Vec < Option < i32 > > > */
-	"iodepths" INT[] DEFAULT '{1}', /* :: std :: option :: Option < Vec < Option < i32 > > > */
-	"precision_pct" real DEFAULT 5, /* Option < f32 > */
-	"repetitions" INT DEFAULT 1 /* Option < i32 > */
-) RETURNS SETOF storlab.probes
-VOLATILE PARALLEL UNSAFE
-SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'profile_repeated_wrapper';
-REVOKE ALL ON FUNCTION storlab.profile(name, interval, integer[], integer[], real, integer) FROM PUBLIC;
-
 -- Every EXECUTE a DBA granted on an old function, granted on its successor.
 DO $$
 DECLARE
@@ -151,9 +131,7 @@ BEGIN
             ('storlab.compare_tablespaces_0_9(interval, interval, real)',
              'storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean)'),
             ('storlab.compare_fleet_0_9(text[], interval)',
-             'storlab.compare_fleet(text[], interval)'),
-            ('storlab.profile_0_9(name, interval, integer[], integer[], real)',
-             'storlab.profile(name, interval, integer[], integer[], real, integer)')) AS p(old, new)
+             'storlab.compare_fleet(text[], interval)')) AS p(old, new)
     LOOP
         FOR g IN
             SELECT a.grantee, a.is_grantable
@@ -170,7 +148,6 @@ END
 $$;
 DROP FUNCTION storlab.compare_tablespaces_0_9(interval, interval, real);
 DROP FUNCTION storlab.compare_fleet_0_9(text[], interval);
-DROP FUNCTION storlab.profile_0_9(name, interval, integer[], integer[], real);
 
 -- measure_tablespaces(): compare_tablespaces()'s measuring, committed
 -- volume by volume, so that a cancel keeps what it finished.
@@ -220,9 +197,5 @@ BEGIN
   RAISE NOTICE 'storlab: % volume(s) measured; storlab.compare_tablespaces() ranks them', done;
 END $$;
 
--- measure_volume, the procedure's step, stays executable by PUBLIC (as
--- every function is by default): whoever may CALL the procedure may take
--- its steps, and each step checks what measuring by hand takes (EXECUTE on
--- storlab.profile(), CREATE on the volume's tablespace: 42501) before it
--- measures anything.
+REVOKE ALL ON FUNCTION storlab.measure_volume(name, uuid, interval, interval, real, integer, integer) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.measure_tablespaces(interval, interval, real, integer, integer, uuid) FROM PUBLIC;

@@ -146,11 +146,12 @@ REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real, int
 -- measure => false ranks the stored figures only; measuring takes EXECUTE
 -- on storlab.profile() too (ops::compare), as measuring by hand does
 GRANT EXECUTE ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) TO pg_monitor;
--- measure_volume, the procedure's step, stays executable by PUBLIC (as
--- every function is by default): whoever may CALL the procedure may take
--- its steps, and each step checks what measuring by hand takes (EXECUTE on
--- storlab.profile(), CREATE on the volume's tablespace: 42501) before it
--- measures anything.
+-- measure_volume, the procedure's step, is executable by PUBLIC: whoever
+-- may CALL the procedure may take its steps, and each step checks what
+-- measuring by hand takes (EXECUTE on storlab.profile(), CREATE on the
+-- volume's tablespace: 42501) before it measures anything. (Granted, not
+-- left to the default, so that an updated install has the same ACL.)
+GRANT EXECUTE ON FUNCTION storlab.measure_volume(name, uuid, interval, interval, real, integer, integer) TO PUBLIC;
 REVOKE ALL ON PROCEDURE storlab.measure_tablespaces(interval, interval, real, integer, integer, uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.probe_read_path(name, integer[], bigint, integer, text) FROM PUBLIC;
 

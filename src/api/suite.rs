@@ -100,7 +100,7 @@ fn profile_repeated(
     )
 }
 
-/// profile() as 0.9.0's SQL declares it (five arguments), for an install
+/// profile() as the SQL of 0.10.0 and before declares it (five arguments), for an install
 /// whose library is newer than its ALTER EXTENSION UPDATE: the sweep once.
 #[pg_extern(sql = false)]
 fn profile(
