@@ -127,8 +127,9 @@ SELECT substring(advice FROM '8 kB random reads take [^)]*\)') AS random_reads,
 -- repetitions: the smallest depth whose IOPS is not significantly below
 -- four fifths of the best depth's (Welch, one-sided). pg_default: four
 -- fifths of 55 000 is 44 000; depth 8 (48 000) is not below it, depth 2
--- (30 000) significantly is. lab_disk has no sweep (its rows of several
--- workers are no profile() call): the row gives the call that measures one.
+-- (30 000) significantly is. lab_disk, a folder on pg_default's
+-- filesystem in the lab, is the same volume: pg_default's sweep is its
+-- sweep too (its own rows of several workers are no profile() call).
 -- (The call's time, which changes from run to run, is masked.)
 SELECT target, substring(statement FROM 'effective_io_concurrency = [0-9]+') AS setting,
        coalesce(substring(why FROM 'effective_io_concurrency = [0-9]+: .*'),
