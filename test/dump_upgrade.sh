@@ -20,8 +20,11 @@ cd "$(dirname "$0")/.." || exit 1
 source scripts/pg-env.sh
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
 OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0 0.8.0 0.9.0 0.10.0)
-# the last release's update alone (make test on the majors other than the
+# every old release's install script is at hand (parts 3 and 4 install
+# 0.4.0 and 0.7.0); the updates of part 2 run from the last release alone
+# with STORLAB_UPGRADE_FROM_LAST=1 (make test on the majors other than the
 # default one: the chain from every release is the same SQL on each)
+ALL_OLDS=("${OLDS[@]}")
 if [[ ${STORLAB_UPGRADE_FROM_LAST:-0} == 1 ]]; then OLDS=("${OLDS[-1]}"); fi
 NEW=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 WORK=$(mktemp -d)
@@ -29,7 +32,7 @@ WORK=$(mktemp -d)
 # exit (those that were not there before): no package owns them, so they
 # would outlive the installation they were copied into.
 added=()
-for old in "${OLDS[@]}"; do [[ -e $EXT_DIR/storlab--$old.sql ]] || added+=("$EXT_DIR/storlab--$old.sql"); done
+for old in "${ALL_OLDS[@]}"; do [[ -e $EXT_DIR/storlab--$old.sql ]] || added+=("$EXT_DIR/storlab--$old.sql"); done
 trap 'rm -rf "$WORK"; rm -f "${added[@]}"' EXIT
 
 sql() { local db=$1; shift; "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
@@ -245,7 +248,7 @@ update_from() {
   sql postgres -c "DROP DATABASE storlab_upgrade" -c "DROP DATABASE storlab_fresh"
 }
 
-if ! for old in "${OLDS[@]}"; do cp "sql/versions/storlab--$old.sql" "$EXT_DIR/" || exit 1; done 2>/dev/null; then
+if ! for old in "${ALL_OLDS[@]}"; do cp "sql/versions/storlab--$old.sql" "$EXT_DIR/" || exit 1; done 2>/dev/null; then
   for ((i = 9; i <= 10 + 8 * ${#OLDS[@]}; i++)); do echo "ok $i # skip cannot install the old releases' scripts into $EXT_DIR (not root)"; done
   exit 0
 fi

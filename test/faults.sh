@@ -213,7 +213,7 @@ if [[ -w $uring_sysctl ]]; then
     "ERROR:  engine io_uring cannot run on lab_ram" "io_uring switched off: a queued probe fails, saying so"
   is "$(sql -d "$DB" -c "\set VERBOSITY verbose" -c "SELECT storlab.probe('lab_ram', iodepth => 32, duration => '100 ms')" 2>&1 | grep -o '0A000')" \
     0A000 "with SQLSTATE 0A000"
-  is "$(sql -d "$DB" -c "SET storlab.suite_file_size = '8MB'" -c "SELECT string_agg(format('%s/%s/%s/%s', workload, workers, iodepth, engine), ' ' ORDER BY id) FROM storlab.profile('lab_ram', '100 ms') WHERE iodepth > 1 OR workers > 1" 2>&1 | tr '\n' ' ')" \
+  is "$(sql -d "$DB" -c "SET storlab.suite_file_size = '8MB'" -c "SELECT string_agg(format('%s/%s/%s/%s', workload, workers, iodepth, engine), ' ' ORDER BY id) FROM storlab.profile('lab_ram', '100 ms') WHERE iodepth > 1 OR workers > 1" 2>&1 | grep -v '^NOTICE:  storlab: profiling ' | tr '\n' ' ')" \
     "NOTICE:  storlab: randread on lab_ram: io_uring is not available to this server: io_uring_setup failed: Operation not permitted (os error 1) (kernel.io_uring_disabled = 2); it runs as 32 psync workers instead randread/32/1/psync " \
     "and the suite's queued randread runs as 32 psync workers, with a NOTICE"
   echo "$uring_was" >"$uring_sysctl"

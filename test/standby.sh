@@ -59,7 +59,7 @@ primary -c "ALTER SYSTEM SET storlab.suite_file_size = '16MB'" -c "SELECT pg_rel
 primary >/dev/null <<'SQL'
 SET client_min_messages = warning;
 SELECT storlab.probe('lab_ram', 'randread', duration => '0.2 s', file_size => 16777216, label => 'fixture');
-SELECT count(*) FROM storlab.profile('lab_ram', duration => '0.1 s', precision_pct => NULL);
+SELECT count(*) FROM storlab.profile('lab_ram', duration => '0.1 s', precision_pct => NULL, repetitions => 2);
 SELECT storlab.baseline('fixture', '{lab_ram}', '0.1 s', 2);
 CREATE TABLE moved (id int PRIMARY KEY);
 SELECT count(*) FROM storlab.move('moved', 'lab_disk');
