@@ -248,14 +248,16 @@ fn add_sweeps(
     let mut found: ByTablespaceSweeps = Default::default();
     for r in c.select(&query, None, &[])? {
         let ts = r.get::<String>(1)?.unwrap_or_default();
-        let sweep = found.entry(ts).or_insert_with(|| Sweep {
-            call: String::new(),
-            measured_at: String::new(),
-            basis,
-            points: Vec::new(),
-        });
-        sweep.call = r.get(6)?.unwrap_or_default();
-        sweep.measured_at = r.get(7)?.unwrap_or_default();
+        // the call and its time are the same on every row of a tablespace
+        let sweep = match found.entry(ts) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(Sweep {
+                call: r.get(6)?.unwrap_or_default(),
+                measured_at: r.get(7)?.unwrap_or_default(),
+                basis,
+                points: Vec::new(),
+            }),
+        };
         let readers = r.get::<f64>(3)?.unwrap_or(0.0) as i32;
         if sweep.points.last().map(|p| p.readers) != Some(readers) {
             sweep.points.push(SweepPoint {
