@@ -55,7 +55,10 @@ fails() {
 # ---- the primary's stored results -------------------------------------
 # (small scratch files: the suites here prove where figures go, not what
 # they are; the standby takes the setting along in postgresql.auto.conf)
-primary -c "ALTER SYSTEM SET storlab.suite_file_size = '16MB'" -c "SELECT pg_reload_conf()" >/dev/null
+# (LOAD first: before 16, ALTER SYSTEM refuses a parameter whose module the
+# session has not loaded, and every probe then made its default-sized file)
+primary -c "LOAD 'storlab'" -c "ALTER SYSTEM SET storlab.suite_file_size = '16MB'" -c "SELECT pg_reload_conf()" >/dev/null \
+  || { echo "Bail out! could not set storlab.suite_file_size on the primary"; exit 1; }
 primary >/dev/null <<'SQL'
 SET client_min_messages = warning;
 SELECT storlab.probe('lab_ram', 'randread', duration => '0.2 s', file_size => 16777216, label => 'fixture');
