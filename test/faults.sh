@@ -11,8 +11,10 @@
 #      passes on every index; mid-experiment: the experiment says where it
 #      stopped, the run that was measuring gets an end and an invalid mark,
 #      and keeps them when the experiment is resumed;
-#   2a. a job whose creating transaction stays open two minutes: its worker
-#      waits for the COMMIT, and the job runs after it;
+#   2a. a job whose creating transaction stays open 80 s: its worker waits
+#      for the COMMIT past the minute it gives a job without a creator, and
+#      the job runs after it (on a second throwaway cluster, beside the
+#      rest: the rest kills and restarts the first one's server);
 #   3. SIGKILL of a backend mid-probe: no scratch file and no probe row;
 #      mid-move: the table and storlab.relocations agree, every row there;
 #      mid-move_indexes_online (the REINDEX CONCURRENTLY's backend): the
@@ -87,9 +89,15 @@ start_run() { # database, seconds -> job id, once pgbench runs
   echo "$id"
 }
 
-trap 'scripts/lab stop >/dev/null 2>&1' EXIT
-if ! scripts/lab start >/dev/null 2>&1; then
-  echo "Bail out! could not start a throwaway lab cluster in $STORLAB_LAB_DIR"
+# 2a's cluster: STORLAB_LAB_DIR-late on the port 5 above
+LATE_DIR=$STORLAB_LAB_DIR-late
+LATE_PORT=$((STORLAB_LAB_PORT + 5))
+late_lab() { STORLAB_LAB_DIR=$LATE_DIR STORLAB_LAB_PORT=$LATE_PORT scripts/lab "$@"; }
+late_sql() { (eval "$(late_lab env)"; sql -h "$PGHOST" -p "$PGPORT" "$@"); }
+stop_labs() { scripts/lab stop >/dev/null 2>&1; late_lab stop >/dev/null 2>&1; }
+trap stop_labs EXIT
+if ! scripts/lab start >/dev/null 2>&1 || ! late_lab start >/dev/null 2>&1; then
+  echo "Bail out! could not start throwaway lab clusters in $STORLAB_LAB_DIR and $LATE_DIR"
   exit 1
 fi
 eval "$(scripts/lab env)"
@@ -98,6 +106,27 @@ DB=$PGDATABASE
 unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
+
+# 2a. a job whose creating transaction stays open 80 s, on the second
+# cluster while the rest runs: 70 s in, its worker still waits (a job
+# without a creator to ask is given up after a minute); after the COMMIT
+# the job runs, and a CALL storlab.wait at once sees it done. Its TAP lines
+# come at the end.
+LATE_DB=$(eval "$(late_lab env)"; echo "$PGDATABASE")
+late_sql -d "$LATE_DB" -c "SET client_min_messages = warning" -c "CALL storlab.wait(storlab.bench_init(scale => 1))" >/dev/null
+late_out=$(mktemp)
+late_sql -d "$LATE_DB" >"$late_out" 2>&1 <<'EOF' &
+BEGIN;
+SELECT storlab.bench_start('select-only', 1, 1, '1 s') AS late \gset
+SELECT pg_sleep(80);
+COMMIT;
+CALL storlab.wait(:late);
+SELECT 'late job: ' || status || coalesce(': ' || error, '') FROM storlab.jobs WHERE id = :late;
+EOF
+late_pid=$!
+late_workers=$(mktemp)
+(sleep 70; late_sql -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'storlab job'" >"$late_workers" 2>&1) &
+late_check_pid=$!
 
 echo "1..45"
 
@@ -169,28 +198,10 @@ is "$(sql -d "$DB" -c "SELECT finished_at = '$killed_end' FROM storlab.bench_run
 is "$(sql -d "$DB" -c "SELECT count(*) FROM storlab.experiment_report($exp) WHERE runs = 1")" 1 \
   "and the report pools the resumed run only"
 
-# 2a. a job whose creating transaction stays open for two minutes: its
-# worker waits for the COMMIT (storlab.jobs does not take it for dead), and
-# the job runs after it; waited for at once, it ends done
-late_out=$(mktemp)
-sql -d "$DB" >"$late_out" 2>&1 <<'EOF' &
-BEGIN;
-SELECT storlab.bench_start('select-only', 1, 1, '1 s') AS late \gset
-SELECT pg_sleep(125);
-COMMIT;
-CALL storlab.wait(:late);
-SELECT 'late job: ' || status || coalesce(': ' || error, '') FROM storlab.jobs WHERE id = :late;
-EOF
-late_pid=$!
-sleep 70
-is "$(job_workers)" 1 "70 s into the creating transaction, the job's worker still waits for it"
-wait "$late_pid"
-is "$(grep '^late job' "$late_out")" "late job: done" "after the COMMIT the job runs, and CALL storlab.wait sees it done"
-rm -f "$late_out"
-
 # 3. SIGKILL of a backend mid-probe
 before=$(sql -d "$DB" -c "SELECT count(*) FROM storlab.probes")
 sql -d "$DB" -c "SELECT storlab.probe('lab_disk', 'randwrite', duration => '20 s', file_size => 16777216)" >/dev/null 2>&1 &
+probe_client=$!
 for ((i = 0; i < 100; i++)); do
   probe_pid=$(sql -d "$DB" -c "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT storlab.probe(%' AND pid <> pg_backend_pid()")
   [[ -n $probe_pid ]] && break
@@ -198,7 +209,7 @@ for ((i = 0; i < 100; i++)); do
 done
 sleep 1
 kill -KILL "$probe_pid"
-wait 2>/dev/null
+wait "$probe_client" 2>/dev/null
 restart_settled
 is "$(sql -d "$DB" -c "SELECT count(*) FROM storlab.probes")" "$before" "SIGKILL mid-probe: no probe row"
 is "$(debris)" 0 "and no scratch file"
@@ -207,7 +218,7 @@ is "$(debris)" 0 "and no scratch file"
 uring_sysctl=/proc/sys/kernel/io_uring_disabled
 if [[ -w $uring_sysctl ]]; then
   uring_was=$(cat "$uring_sysctl")
-  trap 'echo "$uring_was" >"$uring_sysctl"; scripts/lab stop >/dev/null 2>&1' EXIT
+  trap 'echo "$uring_was" >"$uring_sysctl"; stop_labs' EXIT
   echo 2 >"$uring_sysctl"
   is "$(sql -d "$DB" -c "SELECT storlab.probe('lab_ram', iodepth => 32, duration => '100 ms')" 2>&1 | grep -o 'ERROR:  engine io_uring cannot run on lab_ram')" \
     "ERROR:  engine io_uring cannot run on lab_ram" "io_uring switched off: a queued probe fails, saying so"
@@ -217,7 +228,7 @@ if [[ -w $uring_sysctl ]]; then
     "NOTICE:  storlab: randread on lab_ram: io_uring is not available to this server: io_uring_setup failed: Operation not permitted (os error 1) (kernel.io_uring_disabled = 2); it runs as 32 psync workers instead randread/32/1/psync " \
     "and the suite's queued randread runs as 32 psync workers, with a NOTICE"
   echo "$uring_was" >"$uring_sysctl"
-  trap 'scripts/lab stop >/dev/null 2>&1' EXIT
+  trap stop_labs EXIT
 else
   for what in "a queued probe fails" "with 0A000" "the suite falls back to psync"; do
     echo "ok $((n += 1)) # SKIP io_uring cannot be switched off without root: $what"
@@ -229,6 +240,7 @@ fi
 # the move committed and is recorded: never one without the other
 sql -d "$DB" -c "CREATE TABLE faults_big AS SELECT g AS id, repeat('x', 200) AS v FROM generate_series(1, 1500000) g" >/dev/null
 sql -d "$DB" -c "SET client_min_messages = warning" -c "SELECT count(*) FROM storlab.move('faults_big', 'lab_ext4')" >/dev/null 2>&1 &
+move_client=$!
 for ((i = 0; i < 100; i++)); do
   move_pid=$(sql -d "$DB" -c "SELECT pid FROM pg_stat_activity WHERE query LIKE '%storlab.move(%' AND pid <> pg_backend_pid()")
   [[ -n $move_pid ]] && break
@@ -236,7 +248,7 @@ for ((i = 0; i < 100; i++)); do
 done
 sleep 0.3
 kill -KILL "$move_pid"
-wait 2>/dev/null
+wait "$move_client" 2>/dev/null
 restart_settled
 state=$(sql -d "$DB" -c "SELECT coalesce(t.spcname, 'default') || ', ' ||
                               (SELECT count(*) FROM storlab.relocations WHERE relation_name = 'faults_big')
@@ -368,6 +380,13 @@ cut=$(($(ms) - t0))
 is "$state" "canceling statement due to statement timeout" "statement_timeout cancels tablespaces() over 300 000 files"
 is "$((cut * 2 < full))" 1 "mid-walk: after ${cut} ms, where the whole walk takes ${full} ms"
 rm -rf "$ram/storlab_faults_files"
+
+# 2a's results
+wait "$late_check_pid"
+is "$(cat "$late_workers")" 1 "70 s into the creating transaction, the job's worker still waits for it"
+wait "$late_pid"
+is "$(grep '^late job' "$late_out")" "late job: done" "after the COMMIT the job runs, and CALL storlab.wait sees it done"
+rm -f "$late_out" "$late_workers"
 
 # 6. every lab tablespace can be dropped
 sql -d postgres -c "DROP DATABASE $DB" >/dev/null
