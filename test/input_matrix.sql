@@ -77,6 +77,8 @@ CREATE TEMP TABLE base (proname name, arg text, v text);
 INSERT INTO base VALUES
   ('probe', 'workload', $$'randread'$$), ('probe', 'duration', $$'20 ms'$$), ('probe', 'file_size', '4194304'),
   ('fsync_cost', 'duration', $$'20 ms'$$), ('profile', 'duration', $$'20 ms'$$), ('profile', 'workers', $$'{1}'$$),
+  -- (a profile of every tablespace takes seconds: one does, varying its tablespace)
+  ('profile', 'tablespace', $$'lab_ram'$$),
   ('compare_tablespaces', 'duration', $$'20 ms'$$),
   ('measure_volume', 'max_age', $$'1 day'$$), ('measure_volume', 'duration', $$'20 ms'$$),
   ('measure_volume', 'min_repetitions', '2'), ('measure_volume', 'max_repetitions', '2'),
