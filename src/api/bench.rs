@@ -171,7 +171,7 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
     }
     // nor those of a table an online move has queued or runs on: its
     // swap would throw the rebuilt indexes away (55006)
-    crate::ops::online::refuse_moving_online(&[(relation.0, format!("table {name}"))]);
+    relocate::refuse_moving_online(&[(relation.0, format!("table {name}"))]);
     // the indexes of a table a running benchmark or experiment uses stay
     // where its run records them (55006)
     jobs::pgbench_relations_free(

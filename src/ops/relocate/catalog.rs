@@ -116,6 +116,17 @@ pub(in crate::ops) struct Step {
     pub(in crate::ops) to: String,
 }
 
+/// An index's table (InvalidOid for a relation that is no index).
+pub(in crate::ops) fn table_of(index: pg_sys::Oid) -> pg_sys::Oid {
+    Spi::get_one_with_args::<pg_sys::Oid>(
+        "SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid = $1",
+        &[index.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(pg_sys::InvalidOid)
+}
+
 /// An index's table and its definition now (pg_get_indexdef, under the
 /// search_path every caller of it pins), for its history row: what tells
 /// the index again after a REINDEX CONCURRENTLY by hand gives it a new oid

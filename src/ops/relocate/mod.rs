@@ -15,6 +15,10 @@
 //! - `history`: the history read back, and undone (`undo_batch`,
 //!   `restore_layout`) through the mover;
 //! - `layout`: the `layout()` reader.
+//!
+//! Imports point one way: `ops::online` uses `catalog` and `checks` (an
+//! online move's claim on its tables is in `checks`, beside the check of
+//! every other move against it), and only the mover uses `ops::online`.
 
 pub(super) mod catalog;
 pub(super) mod checks;
@@ -23,7 +27,7 @@ mod layout;
 mod mover;
 
 pub use catalog::{index_identity, lock_holders, where_now, RelocationRow};
-pub use checks::{check_movable, check_target};
+pub use checks::{check_movable, check_target, refuse_moving_online};
 pub use history::{restore_layout, undo_batch};
 pub use layout::{layout, LayoutRow};
 pub use mover::{apply_layout, apply_pgbench_placement, move_relation};
