@@ -16,17 +16,17 @@ use storlab_core::relocate::Kind;
 
 /// A relation as the catalog describes it, with names already quoted by PostgreSQL.
 #[derive(Debug, Clone)]
-pub(in crate::ops) struct Rel {
-    pub(in crate::ops) oid: pg_sys::Oid,
-    pub(in crate::ops) qualified: String,
-    pub(in crate::ops) kind: Kind,
-    pub(in crate::ops) tablespace: String,
+pub(super) struct Rel {
+    pub(super) oid: pg_sys::Oid,
+    pub(super) qualified: String,
+    pub(super) kind: Kind,
+    pub(super) tablespace: String,
     /// What a move copies: the relation's files with their forks, and its
     /// TOAST table and TOAST index (pg_table_size's sum), read from disk.
-    pub(in crate::ops) bytes: i64,
+    pub(super) bytes: i64,
     pub(super) owned: bool,
     /// An index's table (for what moving the index does to other sessions).
-    pub(in crate::ops) table: Option<String>,
+    pub(super) table: Option<String>,
     /// Permanent (relpersistence 'p'): a reboot of volatile storage loses it.
     pub(super) logged: bool,
     /// Its main file is not where the catalog says: `bytes` is unknown.
@@ -61,10 +61,7 @@ const REL_SELECT: &str = "
 
 /// The relations a query selects, in its order; kinds storlab does not move
 /// (a foreign table in a partition tree) are left out.
-pub(in crate::ops) fn rels(
-    where_order: &str,
-    args: Vec<pgrx::datum::DatumWithOid<'static>>,
-) -> Vec<Rel> {
+pub(super) fn rels(where_order: &str, args: Vec<pgrx::datum::DatumWithOid<'static>>) -> Vec<Rel> {
     let query = format!("{REL_SELECT} {where_order}");
     let data = data_dir();
     Spi::connect(|c| {
@@ -111,13 +108,13 @@ pub(in crate::ops) fn rels(
 }
 
 /// One step of a plan: a relation and where it goes.
-pub(in crate::ops) struct Step {
-    pub(in crate::ops) rel: Rel,
-    pub(in crate::ops) to: String,
+pub(super) struct Step {
+    pub(super) rel: Rel,
+    pub(super) to: String,
 }
 
 /// An index's table (InvalidOid for a relation that is no index).
-pub(in crate::ops) fn table_of(index: pg_sys::Oid) -> pg_sys::Oid {
+pub(super) fn table_of(index: pg_sys::Oid) -> pg_sys::Oid {
     Spi::get_one_with_args::<pg_sys::Oid>(
         "SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid = $1",
         &[index.into()],

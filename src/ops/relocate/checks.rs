@@ -120,7 +120,7 @@ pub fn check_target(tablespace: &str) -> Result<String, Error> {
 /// experiment uses (55006, held to the end of the transaction), a target
 /// the copies would fill past storlab.min_free_bytes (53100). Returns each
 /// target's folder and, per step, the space left after the call's copies.
-pub(in crate::ops) fn refuse_what_cannot_move(
+pub(super) fn refuse_what_cannot_move(
     steps: &[Step],
     lock_timeout: Duration,
     dry_run: bool,
@@ -268,7 +268,7 @@ pub fn refuse_moving_online(tables: &[(pg_sys::Oid, String)]) {
 /// no one, it is refused (55006) while the first's transaction, which
 /// holds a transaction-level advisory lock on the table, is open; once it
 /// commits, its job is what refuses the second.
-pub(in crate::ops) fn claim(tables: &[OnlineTable]) {
+pub(super) fn claim(tables: &[OnlineTable]) {
     for t in tables.iter().filter(|t| t.moves()) {
         let got = Spi::get_one_with_args::<bool>(
             "SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
@@ -293,9 +293,7 @@ pub(in crate::ops) fn claim(tables: &[OnlineTable]) {
 
 /// The target tablespaces of the steps that are on storage a reboot
 /// empties (tmpfs, ramfs, zram), with their filesystem and device.
-pub(in crate::ops) fn volatile_targets(
-    folders: &HashMap<String, PathBuf>,
-) -> HashMap<String, String> {
+pub(super) fn volatile_targets(folders: &HashMap<String, PathBuf>) -> HashMap<String, String> {
     let mut out = HashMap::new();
     for (ts, folder) in folders {
         if let Ok(f) = storlab_core::env::facts(folder) {

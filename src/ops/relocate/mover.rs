@@ -2,7 +2,7 @@
 //! placement; `ops::relocate::history` hands it its restores), checked, then
 //! each relation locked without queueing, moved with ALTER ... SET
 //! TABLESPACE and recorded in storlab.relocations, all in the caller's
-//! transaction; with `online`, handed to `ops::online` instead.
+//! transaction; with `online`, handed to `online` instead.
 
 use std::time::{Duration, Instant};
 
@@ -435,7 +435,7 @@ pub(super) fn run_steps(
     online: bool,
 ) -> Vec<RelocationRow> {
     if online {
-        crate::ops::online::start(steps, timeout, dry_run, label, undoes)
+        super::online::start(steps, timeout, dry_run, label, undoes)
     } else {
         execute(steps, timeout, dry_run, label, None, undoes)
     }

@@ -1,6 +1,6 @@
 //! Online moves from the caller's side: the plan of `move`, `apply_layout`,
 //! `restore_layout` or `undo_batch` with `online => true` (made by
-//! `ops::relocate`), checked at the call for everything pg_repack needs,
+//! the mover), checked at the call for everything pg_repack needs,
 //! then handed to a `move_online` job (`jobs::move_online`) that runs
 //! pg_repack as the caller. What cannot work is refused here, before
 //! anything runs: no job starts, no row is written.
@@ -11,12 +11,12 @@ use std::time::Duration;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
-use super::identity::{as_owner, caller, current_user, is_superuser};
-use super::jobs;
-use super::relocate::catalog::{rels, table_of, RelocationRow, Step};
-use super::relocate::checks::{claim, refuse_what_cannot_move, volatile_targets};
-use super::server::{hostname, system_identifier};
+use super::catalog::{rels, table_of, RelocationRow, Step};
+use super::checks::{claim, refuse_what_cannot_move, volatile_targets};
+use crate::ops::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
+use crate::ops::identity::{as_owner, caller, current_user, is_superuser};
+use crate::ops::jobs;
+use crate::ops::server::{hostname, system_identifier};
 use storlab_core::record::{Record, Relocation};
 use storlab_core::relocate::{human_bytes, statement, Kind};
 use storlab_core::repack::{self, Version};
