@@ -2,7 +2,7 @@
 //! `move_indexes_online()`, `cancel()`, `job_status()`. Each parses its
 //! arguments into a typed request and starts a job (`ops::jobs`). The
 //! waiting side (`CALL storlab.wait`, `CALL storlab.bench`) is PL/pgSQL in
-//! sql/catalog/grants.sql, since only a procedure can COMMIT between polls.
+//! sql/catalog/procedures.sql, since only a procedure can COMMIT between polls.
 
 use pgrx::datum::{Interval, JsonB};
 use pgrx::prelude::*;
