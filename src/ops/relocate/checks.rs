@@ -1,7 +1,9 @@
 //! What refuses a move before anything is locked or moved, with the
 //! reason: what storlab never moves, a target the caller may not create in,
-//! a relation the caller does not own or a running job uses, a target the
-//! copies would fill past storlab.min_free_bytes, an index alone online.
+//! a relation the caller does not own, one a running job uses or an online
+//! move has claimed or runs on, a target the copies would fill past
+//! storlab.min_free_bytes, an index alone online. And an online move's own
+//! claim on its tables, which every other move checks here.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
