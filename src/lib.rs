@@ -72,6 +72,21 @@ extension_sql_file!(
     name = "suite_calls",
     requires = ["own_rows"]
 );
+// The procedures call functions of api (PL/pgSQL resolves them at run
+// time, so this orders the script, it is not needed to create them).
+extension_sql_file!(
+    "../sql/catalog/procedures.sql",
+    name = "procedures",
+    requires = [
+        "experiments",
+        api::bench::job_status,
+        api::bench::stop_now,
+        api::bench::bench_start,
+        api::experiment::experiment_start,
+        api::suite::compare_volumes,
+        api::suite::measure_volume
+    ]
+);
 extension_sql_file!("../sql/catalog/grants.sql", name = "grants", finalize);
 
 /// Runs when a backend first loads the library (no shared_preload_libraries needed).

@@ -2,7 +2,7 @@
 //! `move_indexes_online()`, `cancel()`, `job_status()`. Each parses its
 //! arguments into a typed request and starts a job (`ops::jobs`). The
 //! waiting side (`CALL storlab.wait`, `CALL storlab.bench`) is PL/pgSQL in
-//! sql/catalog/grants.sql, since only a procedure can COMMIT between polls.
+//! sql/catalog/procedures.sql, since only a procedure can COMMIT between polls.
 
 use pgrx::datum::{Interval, JsonB};
 use pgrx::prelude::*;
@@ -171,7 +171,7 @@ fn move_indexes_online(relation: Option<RegClass>, tablespace: Option<Name>) -> 
     }
     // nor those of a table an online move has queued or runs on: its
     // swap would throw the rebuilt indexes away (55006)
-    crate::ops::online::refuse_moving_online(&[(relation.0, format!("table {name}"))]);
+    relocate::refuse_moving_online(&[(relation.0, format!("table {name}"))]);
     // the indexes of a table a running benchmark or experiment uses stay
     // where its run records them (55006)
     jobs::pgbench_relations_free(

@@ -1,6 +1,6 @@
 //! Experiments: `experiment_start()`, `experiment_resume()` and
 //! `experiment_report()`. `CALL storlab.experiment(...)` (start and wait)
-//! is PL/pgSQL in sql/catalog/grants.sql, as CALL storlab.bench is.
+//! is PL/pgSQL in sql/catalog/procedures.sql, as CALL storlab.bench is.
 
 use pgrx::datum::{Interval, JsonB};
 use pgrx::prelude::*;

@@ -5,7 +5,7 @@
 //! storlab.relocations inside the caller's transaction, so an error or a
 //! cancel leaves every relation where it was and no row behind. With
 //! `online => true` a call checks and plans, and a job moves the tables
-//! through pg_repack while writes go on (`ops::online`).
+//! through pg_repack while writes go on (`ops::relocate::online`).
 
 use std::time::Duration;
 

@@ -293,7 +293,7 @@ fn compare_tablespaces(
     )
 }
 
-/// One step of `CALL storlab.measure_tablespaces()` (sql/catalog/measure.sql):
+/// One step of `CALL storlab.measure_tablespaces()` (sql/catalog/procedures.sql):
 /// the volume `tablespace` is on, measured as part of suite call
 /// `suite_call` unless it has a complete call younger than max_age; the
 /// probes it made.

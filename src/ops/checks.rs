@@ -16,7 +16,8 @@ use super::standby;
 use super::suite::{item_args, measure_item, suite_file_once, SuiteRun, ITEM_PROBES};
 use super::targets::{all_targets, check_may_write_all, resolve, Target};
 use crate::sqltypes::Name;
-use storlab_core::report::checks::{confirm, judge, Metric, Verdict};
+use storlab_core::report::checks::{confirm, judge, Verdict};
+use storlab_core::request::checks::Metric;
 use storlab_core::request::probe::{SuiteItem, SUITE, SUITE_PRECISION_PCT};
 
 /// Standard-suite figures younger than this stand in for a new probe in a

@@ -10,9 +10,9 @@ use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::identity::as_owner;
 use super::read;
 use storlab_core::env;
-use storlab_core::report::checks::Metric;
 use storlab_core::report::compare::{rank, Ranking};
 use storlab_core::report::volumes::{figures, item_of, Rep, VolumeFigures};
+use storlab_core::request::checks::Metric;
 use storlab_core::request::probe::{SuiteItem, SUITE};
 use storlab_core::stats::{improvement_pct, welch, ALPHA};
 

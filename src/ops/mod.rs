@@ -13,7 +13,6 @@ pub mod experiment;
 pub mod fleet;
 pub mod identity;
 pub mod jobs;
-pub mod online;
 pub mod pgbench;
 pub mod probe;
 pub mod prune;

@@ -128,34 +128,6 @@ pub fn read_tx_logs(
     Ok(total)
 }
 
-/// Calls `each(line_no, line)` for every complete line of a pgbench log,
-/// one line at a time (a long run's log is never held in memory). pgbench
-/// may still be writing the file: only the end of the data can lack its
-/// newline, and such a cut-off last line is skipped. Returns whether one was.
-pub(crate) fn for_each_line(
-    mut reader: impl std::io::BufRead,
-    mut each: impl FnMut(u64, &str) -> Result<(), PgbenchError>,
-) -> Result<bool, PgbenchError> {
-    let mut buf = Vec::new();
-    let mut line_no = 0u64;
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| PgbenchError::io(format!("reading line {}", line_no + 1), e))?;
-        if n == 0 {
-            return Ok(false);
-        }
-        line_no += 1;
-        if buf.last() != Some(&b'\n') {
-            return Ok(true);
-        }
-        let line = std::str::from_utf8(&buf[..buf.len() - 1])
-            .map_err(|_| PgbenchError::Parse(format!("line {line_no}: not text")))?;
-        each(line_no, line)?;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

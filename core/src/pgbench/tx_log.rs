@@ -234,7 +234,7 @@ impl TxLogStats {
     /// log is never held in memory.
     pub fn read(reader: impl BufRead, format: TxLogFormat) -> Result<TxLogStats, PgbenchError> {
         let mut stats = TxLogStats::default();
-        let partial = super::log_dir::for_each_line(reader, |line_no, line| {
+        let partial = for_each_line(reader, |line_no, line| {
             let record = parse_tx_line(line, format)
                 .map_err(|e| PgbenchError::Parse(format!("line {line_no}: {e}: \"{line}\"")))?;
             stats.add(&record);
@@ -286,6 +286,34 @@ impl TxLogStats {
                 }
             })
             .collect()
+    }
+}
+
+/// Calls `each(line_no, line)` for every complete line of a pgbench log,
+/// one line at a time (a long run's log is never held in memory). pgbench
+/// may still be writing the file: only the end of the data can lack its
+/// newline, and such a cut-off last line is skipped. Returns whether one was.
+fn for_each_line(
+    mut reader: impl BufRead,
+    mut each: impl FnMut(u64, &str) -> Result<(), PgbenchError>,
+) -> Result<bool, PgbenchError> {
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| PgbenchError::io(format!("reading line {}", line_no + 1), e))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        line_no += 1;
+        if buf.last() != Some(&b'\n') {
+            return Ok(true);
+        }
+        let line = std::str::from_utf8(&buf[..buf.len() - 1])
+            .map_err(|_| PgbenchError::Parse(format!("line {line_no}: not text")))?;
+        each(line_no, line)?;
     }
 }
 

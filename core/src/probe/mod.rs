@@ -23,7 +23,8 @@
 //!   when a probe asked for a precision has it.
 //! - `worker`: one thread's timed loop of reads or commits.
 //! - `caller`: how the calling thread waits and says stop.
-//! - `engine`: `ProbeSpec` and `run_probe`, which tie the above together.
+//! - `spec`: `ProbeSpec`, what to measure, and its checks.
+//! - `engine`: `run_probe`, which ties the above together.
 
 mod buffer;
 mod caller;
@@ -35,6 +36,7 @@ mod precision;
 mod progress;
 mod ring;
 mod scratch;
+mod spec;
 mod start_gate;
 mod sync_method;
 mod worker;
@@ -46,12 +48,13 @@ mod test_dirs;
 pub use crate::hdr::{HistogramError, ProbeHistogram as Histogram};
 pub use buffer::{AlignedBuf, BUFFER_ALIGN};
 pub use caller::Caller;
-pub use engine::{run_probe, ProbeResult, ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS};
+pub use engine::{run_probe, ProbeResult};
 pub(crate) use error::parse_name;
 pub use error::ProbeError;
 pub use io_engine::{IoEngine, MAX_IODEPTH};
 pub use offsets::{random_offset, worker_region, Region, SeqCursor};
 pub use precision::{ci95_pct, MAX_PRECISION_PCT, MIN_PRECISION_PCT};
 pub use scratch::{remove_own, remove_stale, ScratchFile, SCRATCH_PREFIX};
+pub use spec::{ProbeSpec, MAX_BLOCK_SIZE, MAX_WORKERS};
 pub use sync_method::SyncMethod;
 pub use workload::Workload;

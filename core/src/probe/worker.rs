@@ -15,13 +15,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::buffer::AlignedBuf;
-use super::engine::ProbeSpec;
 use super::error::ProbeError;
 use super::io_engine::IoEngine;
 use super::offsets::{random_offset, worker_region, SeqCursor};
 use super::progress::{Progress, Tally};
 use super::ring::{Op, Ring};
 use super::scratch::ScratchFile;
+use super::spec::ProbeSpec;
 use super::start_gate::StartGate;
 use super::sync_method::SyncMethod;
 use super::workload::Workload;

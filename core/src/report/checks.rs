@@ -1,7 +1,7 @@
-//! Storage checks for CI, the pure part: what a metric is and which way is
-//! worse, how a threshold is compared, the sentences a check and a
+//! Storage checks for CI, the pure part: the sentences a check and a
 //! regression print (stable: no figure in them, so that they sit in an
-//! expected file), and the verdict of "is this a regression".
+//! expected file), and the verdict of "is this a regression". Its
+//! vocabulary (`Metric`, `Op`) is the request's (`request::checks`).
 //!
 //! A regression is a change for the worse by more than `max_change_pct`
 //! that is also significant: Welch's t-test on the repetitions' figures,
@@ -10,119 +10,8 @@
 //! (five repetitions of a cloud volume easily spread 15 %), and a tiny
 //! change is significant with enough repetitions yet harmless.
 
-use std::fmt;
-use std::str::FromStr;
-
-use crate::probe::Workload;
+use crate::request::checks::{Metric, Op};
 use crate::stats::{improvement_pct, summarize, welch, Sides, ALPHA};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Metric {
-    Iops,
-    MibS,
-    LatMeanUs,
-    LatP50Us,
-    LatP90Us,
-    LatP99Us,
-    LatP999Us,
-    LatMaxUs,
-}
-
-impl Metric {
-    pub const ALL: [Metric; 8] = [
-        Metric::Iops,
-        Metric::MibS,
-        Metric::LatMeanUs,
-        Metric::LatP50Us,
-        Metric::LatP90Us,
-        Metric::LatP99Us,
-        Metric::LatP999Us,
-        Metric::LatMaxUs,
-    ];
-
-    /// The column of storlab.probes it is read from.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Metric::Iops => "iops",
-            Metric::MibS => "mib_s",
-            Metric::LatMeanUs => "lat_mean_us",
-            Metric::LatP50Us => "lat_p50_us",
-            Metric::LatP90Us => "lat_p90_us",
-            Metric::LatP99Us => "lat_p99_us",
-            Metric::LatP999Us => "lat_p999_us",
-            Metric::LatMaxUs => "lat_max_us",
-        }
-    }
-
-    /// Throughput: more is better. Latency: less is better.
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Iops | Metric::MibS)
-    }
-
-    /// What regressions() compares for a workload: the throughput that
-    /// matters for it, and for 8 kB operations the typical and the tail
-    /// latency (max and p99.9 are too few samples to compare runs by).
-    pub fn compared_for(workload: Workload, block_size: usize) -> &'static [Metric] {
-        if block_size > 8192 && !matches!(workload, Workload::Wal) {
-            &[Metric::MibS]
-        } else {
-            &[Metric::Iops, Metric::LatP50Us, Metric::LatP99Us]
-        }
-    }
-}
-
-impl FromStr for Metric {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::probe::parse_name("metric", s, &Metric::ALL, Metric::as_str)
-    }
-}
-
-impl fmt::Display for Metric {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How a check compares its figure with its threshold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Op {
-    pub const ALL: [Op; 4] = [Op::Lt, Op::Le, Op::Gt, Op::Ge];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Op::Lt => "<",
-            Op::Le => "<=",
-            Op::Gt => ">",
-            Op::Ge => ">=",
-        }
-    }
-
-    pub fn holds(self, measured: f64, threshold: f64) -> bool {
-        match self {
-            Op::Lt => measured < threshold,
-            Op::Le => measured <= threshold,
-            Op::Gt => measured > threshold,
-            Op::Ge => measured >= threshold,
-        }
-    }
-}
-
-impl FromStr for Op {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        crate::probe::parse_name("op", s, &Op::ALL, Op::as_str)
-    }
-}
 
 /// The middle value (the mean of the two middle ones for an even count);
 /// None for none. NaN-free input is the caller's business.
@@ -275,29 +164,6 @@ pub fn confirm(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_parse_and_unknown_ones_list_the_choices() {
-        for m in Metric::ALL {
-            assert_eq!(m.as_str().parse::<Metric>(), Ok(m));
-        }
-        assert!("latency"
-            .parse::<Metric>()
-            .unwrap_err()
-            .contains("iops, mib_s, lat_mean_us"));
-        for o in Op::ALL {
-            assert_eq!(o.as_str().parse::<Op>(), Ok(o));
-        }
-        assert!("=".parse::<Op>().unwrap_err().ends_with("<, <=, >, >="));
-    }
-
-    #[test]
-    fn ops_compare_as_written() {
-        assert!(Op::Lt.holds(1.0, 2.0) && !Op::Lt.holds(2.0, 2.0));
-        assert!(Op::Le.holds(2.0, 2.0) && !Op::Le.holds(2.1, 2.0));
-        assert!(Op::Gt.holds(3.0, 2.0) && !Op::Gt.holds(2.0, 2.0));
-        assert!(Op::Ge.holds(2.0, 2.0) && !Op::Ge.holds(1.9, 2.0));
-    }
 
     #[test]
     fn medians() {

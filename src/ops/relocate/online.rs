@@ -1,6 +1,6 @@
 //! Online moves from the caller's side: the plan of `move`, `apply_layout`,
 //! `restore_layout` or `undo_batch` with `online => true` (made by
-//! `ops::relocate`), checked at the call for everything pg_repack needs,
+//! the mover), checked at the call for everything pg_repack needs,
 //! then handed to a `move_online` job (`jobs::move_online`) that runs
 //! pg_repack as the caller. What cannot work is refused here, before
 //! anything runs: no job starts, no row is written.
@@ -11,11 +11,12 @@ use std::time::Duration;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use super::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
-use super::identity::{as_owner, caller, current_user, is_superuser};
-use super::jobs;
-use super::relocate::{refuse_what_cannot_move, rels, volatile_targets, RelocationRow, Step};
-use super::server::{hostname, system_identifier};
+use super::catalog::{rels, table_of, RelocationRow, Step};
+use super::checks::{claim, refuse_what_cannot_move, volatile_targets};
+use crate::ops::error::{invalid, spi, Error, OrRaise, Raise, SqlState};
+use crate::ops::identity::{as_owner, caller, current_user, is_superuser};
+use crate::ops::jobs;
+use crate::ops::server::{hostname, system_identifier};
 use storlab_core::record::{Record, Relocation};
 use storlab_core::relocate::{human_bytes, statement, Kind};
 use storlab_core::repack::{self, Version};
@@ -123,107 +124,6 @@ pub(super) fn start(
     plan_rows(&tables, &parents, lock_timeout, batch, job, label, undoes)
 }
 
-/// Refuses (55006, naming the job) a move of a table, or of one of its
-/// indexes, that an online move has queued or runs on (a job of this
-/// call's own transaction included): whatever moved meanwhile, pg_repack's
-/// swap would throw away, and its history would say otherwise.
-pub fn refuse_moving_online(tables: &[(pg_sys::Oid, String)]) {
-    for (table, what) in tables {
-        // Another session's uncommitted call that starts an online move of
-        // the table holds its claim (`claim`): this call's move would come
-        // before that job's in time and after it in the history, and an
-        // undo would take the wrong one back. The claim is taken shared
-        // here, to this transaction's end, so an online move cannot start
-        // meanwhile either (a transaction's own claim does not conflict).
-        let free = Spi::get_one_with_args::<bool>(
-            "SELECT pg_catalog.pg_try_advisory_xact_lock_shared(pg_catalog.hashtextextended(
-                      'storlab: online move of ' || $1::oid::text || ' in ' || pg_catalog.current_database(), 0))",
-            &[(*table).into()],
-        )
-        .map_err(spi("checking for an online move being started"))
-        .or_raise();
-        if free != Some(true) {
-            Error::new(
-                SqlState::ObjectInUse,
-                format!(
-                    "{what} is being moved online by another session, whose transaction has not committed yet"
-                ),
-            )
-            .with_detail(
-                "pg_repack's swap would throw away whatever moved meanwhile, and the history would put the moves in the wrong order. Nothing was moved.",
-            )
-            .with_hint("Try again once that transaction ends.")
-            .raise();
-        }
-        let other = as_owner(|| {
-            Spi::get_one_with_args::<String>(
-                "SELECT (SELECT pg_catalog.format('storlab job %s (%s, role %s)', j.id, j.status, j.role)
-                           FROM storlab.jobs j
-                          WHERE j.kind = 'move_online' AND j.status IN ('queued', 'running', 'cancelling')
-                            AND j.database = pg_catalog.current_database()
-                            AND j.args->'tables' @> pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('relation', $1::int8))
-                          ORDER BY j.id LIMIT 1)",
-                &[(table.to_u32() as i64).into()],
-            )
-        })
-        .map_err(spi("reading storlab.jobs"))
-        .or_raise();
-        if let Some(other) = other {
-            Error::new(
-                SqlState::ObjectInUse,
-                format!("{what} is being moved online, by {other}"),
-            )
-            .with_detail(
-                "pg_repack's swap would throw away whatever moved meanwhile. Nothing was moved.",
-            )
-            .with_hint(
-                "Wait for that job (CALL storlab.wait(id)), or cancel it with storlab.cancel(id).",
-            )
-            .raise();
-        }
-    }
-}
-
-/// The tables the steps touch (an index's table), named for a message.
-pub(super) fn tables_of(steps: &[Step]) -> Vec<(pg_sys::Oid, String)> {
-    steps
-        .iter()
-        .filter_map(|s| match s.rel.kind {
-            Kind::Table => Some((s.rel.oid, format!("table {}", s.rel.qualified))),
-            Kind::Index => Some((table_of(s.rel.oid), format!("index {}", s.rel.qualified))),
-            _ => None,
-        })
-        .filter(|(oid, _)| *oid != pg_sys::InvalidOid)
-        .collect()
-}
-
-/// Two sessions starting an online move of one table: the second waits for
-/// no one, it is refused (55006) while the first's transaction, which
-/// holds a transaction-level advisory lock on the table, is open; once it
-/// commits, its job is what refuses the second.
-fn claim(tables: &[OnlineTable]) {
-    for t in tables.iter().filter(|t| t.moves()) {
-        let got = Spi::get_one_with_args::<bool>(
-            "SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
-                      'storlab: online move of ' || $1::oid::text || ' in ' || pg_catalog.current_database(), 0))",
-            &[pg_sys::Oid::from(t.relation).into()],
-        )
-        .map_err(spi("claiming the table"))
-        .or_raise();
-        if got != Some(true) {
-            Error::new(
-                SqlState::ObjectInUse,
-                format!(
-                    "{} is being moved online by another session, whose transaction has not committed yet",
-                    t.name
-                ),
-            )
-            .with_hint("Try again once that transaction ends.")
-            .raise();
-        }
-    }
-}
-
 /// The tables of the plan with every valid index of each (where it is, and
 /// where it must end), and the partitioned relations. An index whose table
 /// does not move makes an entry whose table stays (REINDEX CONCURRENTLY
@@ -282,16 +182,6 @@ fn group(steps: &[Step]) -> (Vec<OnlineTable>, Vec<OnlineParent>) {
         });
     }
     (tables, parents)
-}
-
-fn table_of(index: pg_sys::Oid) -> pg_sys::Oid {
-    Spi::get_one_with_args::<pg_sys::Oid>(
-        "SELECT i.indrelid FROM pg_catalog.pg_index i WHERE i.indexrelid = $1",
-        &[index.into()],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(pg_sys::InvalidOid)
 }
 
 /// Every valid index of a table: where it is, and where the plan sends it
