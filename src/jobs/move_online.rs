@@ -33,10 +33,12 @@ use std::time::{Duration, Instant};
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use super::run::{
-    connection, psql_commands, psql_commands_watched, psql_tidying, store_detail, with_env, JobEnd,
+use super::client::{
+    connection, psql_commands, psql_commands_watched, psql_tidying, server_program, with_env,
 };
-use super::{as_caller, bookkeeping, stop_requested_after, wait_signalled, Job};
+use super::job::{as_caller, bookkeeping, store_detail, Job, JobEnd};
+use super::reindex::{cancel_backends, drop_invalid_leftovers};
+use super::stop::{stop_requested_after, wait_signalled};
 use crate::ops::read;
 use crate::ops::record;
 use crate::ops::relocate::{index_identity, lock_holders, where_now};
@@ -752,7 +754,7 @@ fn repack_table(
     let relations = locked_relations(oid);
     let since = chrono_now();
     show_phase(job, t, Phase::Starting.as_str());
-    let program = super::run::server_program("pg_repack");
+    let program = server_program("pg_repack");
     let args = run.args(version, conn);
     std::fs::create_dir_all(dir)
         .map_err(|e| JobEnd::Failed(format!("cannot create {}: {e}", dir.display())))?;
@@ -1288,8 +1290,8 @@ fn reindex(
     let stdout = match out {
         Ok(stdout) => stdout,
         Err(e) => {
-            super::move_indexes::cancel_backends(&tag);
-            super::move_indexes::drop_invalid_leftovers(job, conn, t.relation as i64, dir);
+            cancel_backends(&tag);
+            drop_invalid_leftovers(job, conn, t.relation as i64, dir);
             return Err(match e {
                 JobEnd::Failed(said) if said.contains("lock timeout") => JobEnd::Error {
                     message: format!(
@@ -1445,8 +1447,7 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
     for t in &m.tables {
         let oid = pg_sys::Oid::from(t.relation);
         // a REINDEX CONCURRENTLY cut short left an invalid copy
-        let copies =
-            super::move_indexes::drop_invalid_leftovers(job, &conn, t.relation as i64, dir);
+        let copies = drop_invalid_leftovers(job, &conn, t.relation as i64, dir);
         if copies > 0 {
             tidied.push(format!(
                 "{copies} invalid index copies of {} dropped",
