@@ -29,6 +29,7 @@ use crate::ops::report;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::env;
+use storlab_core::error::SqlState;
 use storlab_core::record::{ExperimentProgress, ExperimentWalStop, Record};
 use storlab_core::report::experiment::{placement_sentence, Expected, Observation};
 use storlab_core::report::{pooled, sequential};
@@ -303,11 +304,11 @@ fn tablespace_exists(name: &str) -> Result<(), JobEnd> {
     if found == Some(true) {
         Ok(())
     } else {
-        Err(JobEnd::Error {
-            message: format!("tablespace \"{name}\" does not exist: a layout's \"wal\" names it"),
-            sqlstate: "42704".into(),
-            detail: None,
-        })
+        Err(JobEnd::error(
+            SqlState::UndefinedObject,
+            format!("tablespace \"{name}\" does not exist: a layout's \"wal\" names it"),
+            None,
+        ))
     }
 }
 

@@ -8,6 +8,7 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 
 use crate::ops::identity::{as_owner, pinned};
+use storlab_core::error::{Error, SqlState};
 use storlab_core::request::job::JobArgs;
 
 /// A job as the worker reads it.
@@ -18,27 +19,41 @@ pub struct Job {
     pub role: String,
 }
 
+/// How a job's work ends when it does not complete.
 pub enum JobEnd {
+    /// A stop request (cancel(), a signal): the job ends 'cancelled'.
     Stopped(String),
     /// A failure outside PostgreSQL (pgbench's exit, a file): the job's
     /// error; CALL storlab.wait raises it as 38000.
     Failed(String),
-    /// An ERROR with its own SQLSTATE (a lock timeout, a privilege, a
-    /// check of ours): CALL storlab.wait raises it with that SQLSTATE.
-    Error {
+    /// An error of storlab's own (a lock given up on, a check of ours):
+    /// CALL storlab.wait raises it with its SQLSTATE, and its detail (or,
+    /// without one, its hint) as the detail.
+    Error(Error),
+    /// An ERROR PostgreSQL raised in the job's work (a privilege, a lock
+    /// timeout, a table dropped under it): CALL storlab.wait raises it
+    /// again with its SQLSTATE as raised, any of PostgreSQL's, which is why
+    /// it is kept as its five characters.
+    Raised {
         message: String,
         sqlstate: String,
         detail: Option<String>,
     },
 }
 
-impl From<storlab_core::error::Error> for JobEnd {
-    fn from(e: storlab_core::error::Error) -> Self {
-        JobEnd::Error {
-            message: e.message,
-            sqlstate: e.state.code().to_string(),
-            detail: e.detail.or(e.hint),
-        }
+impl JobEnd {
+    /// An error of storlab's own with `state`, and `detail` if any.
+    pub fn error(state: SqlState, message: String, detail: Option<String>) -> JobEnd {
+        JobEnd::Error(Error {
+            detail,
+            ..Error::new(state, message)
+        })
+    }
+}
+
+impl From<Error> for JobEnd {
+    fn from(e: Error) -> Self {
+        JobEnd::Error(e)
     }
 }
 

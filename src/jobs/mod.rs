@@ -75,7 +75,7 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
         .catch_others(|e| {
             // SAFETY: leaves the failed transaction, if any.
             unsafe { pg_sys::AbortCurrentTransaction() };
-            if let JobEnd::Error { message, .. } = caught(&e) {
+            if let JobEnd::Raised { message, .. } = caught(&e) {
                 log!("storlab job {job_id}: {message}");
             }
         })
@@ -107,7 +107,7 @@ fn work(job_id: i64, creator: Option<u64>) {
                 // SAFETY: as below, leaves the failed transaction.
                 unsafe { pg_sys::AbortCurrentTransaction() };
                 match caught(&e) {
-                    JobEnd::Error { message, .. } => {
+                    JobEnd::Raised { message, .. } => {
                         format!("the server restarted while the job ran, and tidying after it failed: {message}")
                     }
                     _ => "the server restarted while the job ran".to_string(),
@@ -192,7 +192,14 @@ fn work(job_id: i64, creator: Option<u64>) {
         Ok(()) => finish(job_id, "done", None),
         Err(JobEnd::Stopped(why)) => finish(job_id, "cancelled", Some(why)),
         Err(JobEnd::Failed(why)) => finish(job_id, "failed", Some(why)),
-        Err(JobEnd::Error {
+        Err(JobEnd::Error(e)) => finish_with(
+            job_id,
+            "failed",
+            Some(e.message),
+            Some(e.state.code().to_string()),
+            e.detail.or(e.hint),
+        ),
+        Err(JobEnd::Raised {
             message,
             sqlstate,
             detail,
@@ -273,7 +280,7 @@ fn caught(e: &pg_sys::panic::CaughtError) -> JobEnd {
     if let Some(detail) = report.detail() {
         message.push_str(&format!(": {detail}"));
     }
-    JobEnd::Error {
+    JobEnd::Raised {
         message,
         sqlstate: storlab_core::error::unpack_sqlstate(report.sql_error_code() as i32),
         detail: report.detail().map(str::to_string),

@@ -43,6 +43,7 @@ use crate::ops::read;
 use crate::ops::record;
 use crate::ops::relocate::{index_identity, lock_holders, where_now};
 use crate::ops::server::{hostname, system_identifier};
+use storlab_core::error::SqlState;
 use storlab_core::pgbench::process::{self, Outcome};
 use storlab_core::pgbench::Connection;
 use storlab_core::record::{Record, Relocation};
@@ -100,13 +101,17 @@ fn with_progress(m: &MoveOnline, e: JobEnd) -> JobEnd {
     let Some(said) = m.progress(&moved) else {
         return e;
     };
+    // in the message: CALL storlab.wait raises the message alone
     match e {
-        JobEnd::Error {
+        JobEnd::Error(e) => JobEnd::Error(storlab_core::error::Error {
+            message: format!("{}. {said}", e.message),
+            ..e
+        }),
+        JobEnd::Raised {
             message,
             sqlstate,
             detail,
-        } => JobEnd::Error {
-            // in the message: CALL storlab.wait raises the message alone
+        } => JobEnd::Raised {
             message: format!("{message}. {said}"),
             sqlstate,
             detail,
@@ -727,14 +732,14 @@ fn repack_table(
     // a pg_repack run by hand (or another tool) on the table now: its
     // objects are its own, and pg_repack would refuse anyway
     if let Some(pid) = repack_running(oid) {
-        return Err(JobEnd::Error {
-            message: format!("pg_repack runs on table {} now (backend pid {pid})", t.name),
-            sqlstate: "55006".into(),
-            detail: Some(format!(
+        return Err(JobEnd::error(
+            SqlState::ObjectInUse,
+            format!("pg_repack runs on table {} now (backend pid {pid})", t.name),
+            Some(format!(
                 "Nothing was moved; the table is where it was, in {}.",
                 t.from
             )),
-        });
+        ));
     }
     // an earlier run cut short left its objects (pg_repack refuses a table
     // with its trigger): removed first
@@ -963,11 +968,11 @@ fn repack_table(
         return if left.is_empty() {
             Ok(())
         } else {
-            Err(JobEnd::Error {
-                message: format!("table {} moved to {}, but {tidy}", t.name, t.to),
-                sqlstate: "55000".into(),
-                detail: None,
-            })
+            Err(JobEnd::error(
+                SqlState::ObjectNotInPrerequisiteState,
+                format!("table {} moved to {}, but {tidy}", t.name, t.to),
+                None,
+            ))
         };
     }
     let said = format!("{}{}", stdout, stderr);
@@ -976,62 +981,42 @@ fn repack_table(
         waits.others_max, waits.others_total
     );
     if let Some((session, waited)) = behind {
-        return Err(JobEnd::Error {
-            message: format!(
+        return Err(JobEnd::error(SqlState::LockNotAvailable, format!(
                 "could not move table {} online: {session} was queued for a lock on it behind pg_repack's for {waited:.3} s, over lock_timeout ({} ms), and every writer of the table queues behind such a request, so the job stopped pg_repack (it cancels no one)",
                 t.name, m.lock_timeout_ms
-            ),
-            sqlstate: "55P03".into(),
-            detail: Some(format!(
+            ), Some(format!(
                 "pg_repack's sessions ended, so that session's request waits for them no more. The table is where it was, in {from}; {tidy}. {stall}. Move the table again once that session is done.",
-            )),
-        });
+            ))));
     }
     if let Some(holders) = held_by {
-        return Err(JobEnd::Error {
-            message: format!(
+        return Err(JobEnd::error(SqlState::LockNotAvailable, format!(
                 "could not lock table {} without holding up its writers: pg_repack's exclusive lock ({}) was queued for over {} ms behind a transaction that does not let go, so the job stopped it (it cancels no one)",
                 t.name,
                 last_phase.as_str(),
                 repack::queued_budget_ms(m.lock_timeout_ms)
-            ),
-            sqlstate: "55P03".into(),
-            detail: Some(format!(
+            ), Some(format!(
                 "Held by: {holders}.{} Every writer that arrives queues behind a queued ACCESS EXCLUSIVE request: pg_repack's retries would have held them up for up to lock_timeout. The table is where it was, in {from}; {tidy}. {stall}.",
                 autovacuum_in_the_way(&holders, version)
-            )),
-        });
+            ))));
     }
     Err(match repack::refusal(&said) {
-        Some(Refusal::LockTimeout) => JobEnd::Error {
-            message: format!(
+        Some(Refusal::LockTimeout) => JobEnd::error(SqlState::LockNotAvailable, format!(
                 "could not lock table {} within lock_timeout ({} ms): pg_repack gave up on its exclusive lock, and cancelled no one",
                 t.name, m.lock_timeout_ms
-            ),
-            sqlstate: "55P03".into(),
-            detail: Some(format!(
+            ), Some(format!(
                 "Held by: {}. The table is where it was, in {from}; {tidy}. {stall}.",
                 holders()
-            )),
-        },
+            ))),
         // a lock pg_repack's own session waited for past its lock_timeout
         // (the watcher above names what it saw in the way first)
-        Some(Refusal::Said(words)) if words.contains("lock timeout") => JobEnd::Error {
-            message: format!(
+        Some(Refusal::Said(words)) if words.contains("lock timeout") => JobEnd::error(SqlState::LockNotAvailable, format!(
                 "could not move table {} online: a session of pg_repack waited for a lock past lock_timeout ({} ms): {words}",
                 t.name, m.lock_timeout_ms
-            ),
-            sqlstate: "55P03".into(),
-            detail: Some(format!(
+            ), Some(format!(
                 "Held by: {}. The table is where it was, in {from}; {tidy}. {stall}.",
                 holders()
-            )),
-        },
-        Some(Refusal::Said(words)) => JobEnd::Error {
-            message: format!("pg_repack did not move table {}: {words}", t.name),
-            sqlstate: "55000".into(),
-            detail: Some(format!("The table is where it was, in {from}; {tidy}.")),
-        },
+            ))),
+        Some(Refusal::Said(words)) => JobEnd::error(SqlState::ObjectNotInPrerequisiteState, format!("pg_repack did not move table {}: {words}", t.name), Some(format!("The table is where it was, in {from}; {tidy}."))),
         None => JobEnd::Failed(format!(
             "pg_repack ended without moving table {} and without saying why (its last phase: {}); the table is in {}",
             t.name,
@@ -1078,18 +1063,14 @@ fn read_from(path: &Path, offset: &mut u64) -> String {
 }
 
 fn leftovers_error(t: &OnlineTable, left: &[String]) -> JobEnd {
-    JobEnd::Error {
-        message: format!(
+    JobEnd::error(SqlState::ObjectNotInPrerequisiteState, format!(
             "an interrupted pg_repack run left its objects on table {}: {}",
             t.name,
             left.join(", ")
-        ),
-        sqlstate: "55000".into(),
-        detail: Some(format!(
+        ), Some(format!(
             "They could not be dropped within lock_timeout: a session holds a lock on the table. Drop them with SELECT repack.repack_drop('{}'::regclass, 4) once it ends; until then every write to the table is logged twice.",
             t.name.replace('\'', "''")
-        )),
-    }
+        )))
 }
 
 /// Each valid index of the table: its oid, name, tablespace and bytes.
@@ -1293,19 +1274,15 @@ fn reindex(
             cancel_backends(&tag);
             drop_invalid_leftovers(job, conn, t.relation as i64, dir);
             return Err(match e {
-                JobEnd::Failed(said) if said.contains("lock timeout") => JobEnd::Error {
-                    message: format!(
+                JobEnd::Failed(said) if said.contains("lock timeout") => JobEnd::error(SqlState::LockNotAvailable, format!(
                         "could not rebuild index {} into {} within lock_timeout ({} ms): REINDEX CONCURRENTLY waits for every transaction older than its steps, of any table, and {} outlived lock_timeout",
                         index.name,
                         index.to,
                         m.lock_timeout_ms,
                         waited_for.as_deref().unwrap_or("a transaction")
-                    ),
-                    sqlstate: "55P03".into(),
-                    detail: Some(format!(
+                    ), Some(format!(
                         "The index is where it was, in {from} (its unfinished copy dropped). Move it again once that transaction is done, or with a longer lock_timeout."
-                    )),
-                },
+                    ))),
                 e => e,
             });
         }
@@ -1405,15 +1382,11 @@ fn move_parent(
             break;
         }
         if start.elapsed() >= limit {
-            return Err(JobEnd::Error {
-                message: format!(
+            return Err(JobEnd::error(SqlState::LockNotAvailable, format!(
                     "could not lock {} {} within lock_timeout ({} ms): its partitions moved, where its new partitions go did not change",
                     p.kind, p.name, m.lock_timeout_ms
-                ),
-                sqlstate: "55P03".into(),
-                detail: as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
-                    .map(|h| format!("Held by: {h}.")),
-            });
+                ), as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
+                    .map(|h| format!("Held by: {h}."))));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
