@@ -14,7 +14,8 @@
 //! - `report`: comparisons, experiment reports, CI checks' verdicts
 //! - `advice`, `chart`: what storlab recommends and draws, from plain figures
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
-//! - `repack`: pg_repack for online table moves: versions, command line, phases
+//! - `repack`: pg_repack for online table moves: versions, command line, phases,
+//!   and a run's outcome (moved, or the job's error saying why not)
 //! - `hdr`: HdrHistogram encoding and merging
 //! - `newest`: the newest rows of each group of a long history, through an index
 //! - `sql_text`: identifiers and literals quoted as PostgreSQL quotes them
