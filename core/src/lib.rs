@@ -11,6 +11,7 @@
 //! - `probe`: the I/O engine (psync, io_uring), workloads, the precision stop
 //! - `env`: storage facts of a path (filesystem, device, allocation, limits)
 //! - `pgbench`: pgbench's scripts, command lines, output and log parsers
+//! - `bench_run`: what one measured pgbench run decides from what it measured
 //! - `report`: comparisons, experiment reports, CI checks' verdicts
 //! - `advice`, `chart`: what storlab recommends and draws, from plain figures
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
@@ -25,6 +26,7 @@
 //!   intervals with error spent over the looks
 
 pub mod advice;
+pub mod bench_run;
 pub mod chart;
 pub mod conninfo;
 pub mod env;

@@ -16,8 +16,9 @@ use crate::ops::jobs::check_pgbench_tables_complete;
 use crate::ops::read;
 use crate::ops::record;
 use crate::sqltypes::Name;
-use storlab_core::pgbench::{self, BenchOptions, InitOptions};
-use storlab_core::record::{snapshot_sql, Counters, Record, RunResult};
+use storlab_core::bench_run;
+use storlab_core::pgbench::{self, InitOptions};
+use storlab_core::record::{snapshot_sql, Counters, Record};
 use storlab_core::report::experiment::{disagreement, Expected};
 use storlab_core::request::bench::{BenchInit, BenchRun};
 use storlab_core::sql_text::{ident, literal};
@@ -75,9 +76,6 @@ pub(super) fn run(
     pgoptions: Option<&str>,
     expected: Option<&Expected>,
 ) -> Result<(), JobEnd> {
-    let duration_s = r.duration_s as i32;
-    let sampling_rate = r.sampling_rate();
-
     let schema = pgbench_schema()?;
     // checked again here: an initialisation may have failed since the call
     as_caller(|| Ok(check_pgbench_tables_complete(&schema)))?;
@@ -98,21 +96,7 @@ pub(super) fn run(
                       ORDER BY c.relname LIMIT 1)",
         ), &[])
     });
-    let mut o = BenchOptions::new(&r.script, &job.database, dir);
-    o.scale = scale;
-    o.clients = r.clients;
-    o.jobs = r.jobs;
-    o.duration_s = duration_s;
-    o.protocol = r.options.protocol();
-    o.rate_tps = r.options.rate;
-    // pgbench's own progress lines land in the job's stderr file; the stored
-    // per-second rows come from the transaction log either way
-    o.progress_s = r.options.progress_interval.map(|p| p as i32);
-    o.log = true;
-    o.sampling_rate = sampling_rate;
-    o.log_prefix = "tx".into();
-    o.no_vacuum = !r.options.vacuum.unwrap_or(true);
-    o.connection = connection(job);
+    let o = bench_run::options(r, &job.database, dir, scale, connection(job));
     o.prepare_run_dir()
         .map_err(|e| JobEnd::Failed(e.to_string()))?;
     let args = o.args().map_err(|e| JobEnd::Failed(e.to_string()))?;
@@ -165,94 +149,60 @@ pub(super) fn run(
         job,
         &args,
         dir,
-        Duration::from_secs(duration_s as u64 + 60),
+        Duration::from_secs(u64::from(r.duration_s) + 60),
         pgoptions,
     )?;
     let stdout = out.stdout;
     // pgbench's own progress lines (with progress_interval) and warnings
     let report = pgbench::parse_stderr(&out.stderr).ok();
-    if let Some(report) = &report {
-        let progress: Vec<serde_json::Value> = report
-            .progress
-            .iter()
-            .map(|p| {
-                serde_json::json!({ "t_s": p.t_s, "tps": p.tps, "lat_avg_ms": p.lat_avg_ms,
-                    "lat_stddev_ms": p.lat_stddev_ms, "failed": p.failed, "lag_ms": p.lag_ms,
-                    "skipped": p.skipped })
-            })
-            .collect();
-        // the job's detail is one run's: an experiment's many runs keep
-        // their per-second rows in bench_progress only
-        if run_id == job.id && (!progress.is_empty() || !report.messages.is_empty()) {
-            store_detail(
-                job,
-                serde_json::json!({ "pgbench_progress": progress, "pgbench_messages": report.messages }),
-            );
-        }
+    // the job's detail is one run's: an experiment's many runs keep
+    // their per-second rows in bench_progress only
+    if let (true, Some(detail)) = (
+        run_id == job.id,
+        report.as_ref().and_then(bench_run::progress_detail),
+    ) {
+        store_detail(job, detail);
     }
     let after = counters(&schema);
     let statements_after = statements();
     let end = observe(&schema, wal_wanted);
-    let mut invalid = disagreement(
-        expected.unwrap_or(&Expected::default()),
-        &start,
-        &end,
-        &settings,
+    let invalid = bench_run::invalid(
+        settings_error.as_deref(),
+        disagreement(
+            expected.unwrap_or(&Expected::default()),
+            &start,
+            &end,
+            &settings,
+        ),
     );
-    if let Some(why) = settings_error {
-        let unread = format!("the settings of its sessions could not be read ({why})");
-        invalid = Some(match invalid {
-            Some(more) => format!("{unread}; {more}"),
-            None => unread,
-        });
-    }
     let observed = serde_json::json!({ "start": start, "end": end });
 
     let summary = pgbench::parse_summary(&stdout)
         .map_err(|e| JobEnd::Failed(format!("pgbench's summary: {e}")))?;
-    // a run that completed nothing has no TPS or latency to give: stored,
-    // it would read as 0 TPS in every comparison
-    if summary.transactions == Some(0) {
-        return Err(JobEnd::Failed(format!(
-            "pgbench completed no transaction in {duration_s} s: there is no figure to store{}",
-            report
-                .as_ref()
-                .and_then(|r| r.first_error().map(|e| format!(" ({e})")))
-                .unwrap_or_default()
-        )));
+    if let Some(why) = bench_run::no_figure(&summary, r.duration_s, report.as_ref()) {
+        return Err(JobEnd::Failed(why));
     }
     let tx = pgbench::read_tx_logs(dir, "tx", o.tx_log_format())
         .map_err(|e| JobEnd::Failed(format!("pgbench's transaction log: {e}")))?;
     let p = tx.histogram.percentiles();
     let histogram = tx.histogram.to_bytes().ok();
-    let progress = tx.timeline(sampling_rate);
+    let progress = tx.timeline(r.sampling_rate());
     let version = std::process::Command::new(pgbench_path())
         .arg("--version")
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
 
-    let result = RunResult {
-        tps: summary.tps,
-        transactions: summary.transactions,
-        failures: summary.failed,
-        lat_avg_ms: summary.lat_avg_ms,
-        // pgbench prints it only with --rate or --progress; the
-        // histogram always has it (of the logged sample)
-        lat_stddev_ms: summary
-            .lat_stddev_ms
-            .or(p.as_ref().map(|p| p.lat_stddev_ms)),
-        lat_p50_ms: p.as_ref().map(|p| p.lat_p50_ms),
-        lat_p90_ms: p.as_ref().map(|p| p.lat_p90_ms),
-        lat_p95_ms: p.as_ref().map(|p| p.lat_p95_ms),
-        lat_p99_ms: p.as_ref().map(|p| p.lat_p99_ms),
-        lat_max_ms: p.as_ref().map(|p| p.lat_max_ms),
+    let result = bench_run::Measured {
+        summary: &summary,
+        percentiles: p.as_ref(),
         histogram,
         pgbench_version: version,
         observed,
         invalid: invalid.clone(),
         counters: before.delta(&after),
-    };
+    }
+    .result();
     // the run's top ten statements by execution time, from
     // pg_stat_statements' counters before ($3) and after ($4) the run
     let statements_sql = "(SELECT jsonb_agg(s ORDER BY (s->>'total_ms')::float8 DESC) FROM (
@@ -330,26 +280,6 @@ fn run_pgbench_with(
     with_pgoptions(pgoptions, || run_pgbench(job, args, dir, deadline))
 }
 
-/// The settings that every run records, beside those its layout declares.
-const RECORDED_SETTINGS: [&str; 16] = [
-    "shared_buffers",
-    "wal_sync_method",
-    "synchronous_commit",
-    "full_page_writes",
-    "checkpoint_timeout",
-    "max_wal_size",
-    "wal_buffers",
-    "wal_compression",
-    "effective_io_concurrency",
-    "random_page_cost",
-    "fsync",
-    "wal_level",
-    "track_io_timing",
-    "work_mem",
-    "temp_tablespaces",
-    "server_version",
-];
-
 /// The settings pgbench's sessions run with, read in a session opened as
 /// pgbench opens its own: the same role, database and connection, and the
 /// same PGOPTIONS (role and database defaults, ALTER SYSTEM and the
@@ -361,14 +291,7 @@ fn session_settings(
     pgoptions: Option<&str>,
     extra: &[String],
 ) -> Result<serde_json::Value, JobEnd> {
-    let mut names: Vec<String> = RECORDED_SETTINGS.iter().map(|s| s.to_string()).collect();
-    for n in extra {
-        let n = n.to_lowercase();
-        if !names.contains(&n) {
-            names.push(n);
-        }
-    }
-    let list = names
+    let list = bench_run::settings_to_read(extra)
         .iter()
         .map(|n| literal(n))
         .collect::<Vec<_>>()
@@ -382,12 +305,7 @@ fn session_settings(
     let out = with_pgoptions(pgoptions, || {
         psql_with(job, &connection(job), &[&sql], dir, &["-A", "-t"])
     })?;
-    serde_json::from_str(out.trim()).map_err(|e| {
-        JobEnd::Failed(format!(
-            "reading the settings of pgbench's sessions: {e} in {:?}",
-            out.trim()
-        ))
-    })
+    bench_run::settings_printed(&out).map_err(JobEnd::Failed)
 }
 
 /// The server's cumulative counters, read in a transaction of their own
