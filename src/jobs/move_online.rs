@@ -877,7 +877,7 @@ fn repack_table(
         phases.push((last_phase, Instant::now()));
     }
     let stopped = match outcome? {
-        // stopped by the job itself, not cancelled: the refusal below says why
+        // stopped by the job itself, not cancelled: the outcome (RunEnd) says why
         Outcome::Stopped(why)
             if why == GAVE_UP || why == QUEUED_TOO_LONG || why == BEHIND_REPACK =>
         {
