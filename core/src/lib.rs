@@ -11,10 +11,12 @@
 //! - `probe`: the I/O engine (psync, io_uring), workloads, the precision stop
 //! - `env`: storage facts of a path (filesystem, device, allocation, limits)
 //! - `pgbench`: pgbench's scripts, command lines, output and log parsers
+//! - `bench_run`: what one measured pgbench run decides from what it measured
 //! - `report`: comparisons, experiment reports, CI checks' verdicts
 //! - `advice`, `chart`: what storlab recommends and draws, from plain figures
 //! - `relocate`: relation kinds, ALTER statements, what a move locks
-//! - `repack`: pg_repack for online table moves: versions, command line, phases
+//! - `repack`: pg_repack for online table moves: versions, command line, phases,
+//!   and a run's outcome (moved, or the job's error saying why not)
 //! - `hdr`: HdrHistogram encoding and merging
 //! - `newest`: the newest rows of each group of a long history, through an index
 //! - `sql_text`: identifiers and literals quoted as PostgreSQL quotes them
@@ -24,6 +26,7 @@
 //!   intervals with error spent over the looks
 
 pub mod advice;
+pub mod bench_run;
 pub mod chart;
 pub mod conninfo;
 pub mod env;

@@ -1,7 +1,8 @@
 //! pg_repack as storlab drives it for an online table move: its version and
 //! what that version allows, its command line, and what its output says
-//! (the phase it is in, a lock it gave up on). Pure: the job that runs it is
-//! `src/jobs/move_online.rs`.
+//! (the phase it is in, a lock it gave up on), and what a run's end means
+//! for the job (`outcome`: moved, or the error that says why not). Pure:
+//! the job that runs it is `src/jobs/move_online.rs`.
 //!
 //! pg_repack moves a table while writes go on: a trigger logs every change
 //! into `repack.log_<oid>`, the rows are copied into `repack.table_<oid>` in
@@ -19,6 +20,8 @@ use std::ffi::OsString;
 use std::fmt;
 
 use crate::pgbench::{conninfo, Connection};
+
+pub mod outcome;
 
 /// pg_repack waits at most this long for one attempt at its exclusive lock
 /// (`Min(1000, i * 100)` ms in its lock_exclusive()): the longest a writer

@@ -16,8 +16,11 @@ use std::time::Duration;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use super::run::{self, JobEnd};
-use super::{as_caller, bookkeeping, stop_requested, Job};
+use super::bench;
+use super::client::{connection, psql_commands};
+use super::job::{as_caller, bookkeeping, store_detail, Job, JobEnd};
+use super::observe::{observe_relations, observe_wal, pgbench_schema};
+use super::stop::stop_requested;
 use crate::ops::jobs::{check_pgbench_tables_complete, may_checkpoint};
 use crate::ops::read;
 use crate::ops::record;
@@ -26,6 +29,7 @@ use crate::ops::report;
 use crate::ops::server::{data_dir, hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::env;
+use storlab_core::error::SqlState;
 use storlab_core::record::{ExperimentProgress, ExperimentWalStop, Record};
 use storlab_core::report::experiment::{placement_sentence, Expected, Observation};
 use storlab_core::report::{pooled, sequential};
@@ -144,7 +148,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                     index_tablespace: first.indexes.clone(),
                     partitions: 0,
                 };
-                run::init(job, &init, &dir.join(format!("init_{fillfactor}")))?;
+                bench::init(job, &init, &dir.join(format!("init_{fillfactor}")))?;
                 set_layout_applied(job, None);
             }
             Step::Sizes { fillfactor, layout } => {
@@ -181,7 +185,7 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
                 // experiment stops here, for a person or a script to move
                 // it and resume (nothing is reordered)
                 if let Some(needed) = e.wal_needed(step) {
-                    let here = run::observe_wal(Some(needed)).map_err(JobEnd::Failed)?;
+                    let here = observe_wal(Some(needed)).map_err(JobEnd::Failed)?;
                     if here.tablespace.as_deref() != Some(needed) {
                         tablespace_exists(needed)?;
                         let why = e.wal_stop_reason(
@@ -300,11 +304,11 @@ fn tablespace_exists(name: &str) -> Result<(), JobEnd> {
     if found == Some(true) {
         Ok(())
     } else {
-        Err(JobEnd::Error {
-            message: format!("tablespace \"{name}\" does not exist: a layout's \"wal\" names it"),
-            sqlstate: "42704".into(),
-            detail: None,
-        })
+        Err(JobEnd::error(
+            SqlState::UndefinedObject,
+            format!("tablespace \"{name}\" does not exist: a layout's \"wal\" names it"),
+            None,
+        ))
     }
 }
 
@@ -400,7 +404,7 @@ fn set_layout_applied(job: &Job, layout: Option<&str>) {
 /// experiment fails with that error.
 fn place(job: &Job, e: &Experiment, step: Step, i: usize, layout: usize) -> Result<(), JobEnd> {
     let l = &e.layouts[layout];
-    let schema = run::pgbench_schema()?;
+    let schema = pgbench_schema()?;
     progress(job, i, &e.describe(step, "applying the layout"));
     let label = format!("experiment {} ({}): layout {}", job.id, e.name, l.name);
     let timeout = Duration::from_millis(e.lock_timeout_ms);
@@ -418,14 +422,14 @@ fn place(job: &Job, e: &Experiment, step: Step, i: usize, layout: usize) -> Resu
     // what the placement did, observed: the layout counts as applied only
     // when every relation is where it puts them, and status texts later
     // compare with this observation (placement_now), not with the request
-    let seen = run::observe_relations(&schema);
+    let seen = observe_relations(&schema);
     let holds = |rels: &std::collections::BTreeMap<String, String>, want: &Option<String>| {
         want.as_ref().is_none_or(|w| rels.values().all(|t| t == w))
     };
     let applied =
         holds(&seen.tables, &l.placement.tables) && holds(&seen.indexes, &l.placement.indexes);
     set_layout_applied(job, applied.then_some(l.name.as_str()));
-    run::store_detail(
+    store_detail(
         job,
         serde_json::json!({ "placed": if applied { serde_json::to_value(&seen).unwrap_or_default() } else { serde_json::Value::Null } }),
     );
@@ -443,8 +447,8 @@ pub(super) fn placement_now(job_id: i64) -> String {
         )
     });
     let placed: Option<Observation> = placed.and_then(|p| serde_json::from_value(p.0).ok());
-    let now = run::pgbench_schema()
-        .map(|s| run::observe_relations(&s))
+    let now = pgbench_schema()
+        .map(|s| observe_relations(&s))
         .unwrap_or_default();
     placement_sentence(layout.as_deref(), placed.as_ref(), &now)
 }
@@ -452,7 +456,7 @@ pub(super) fn placement_now(job_id: i64) -> String {
 /// Are pgbench's tables as pgbench -i leaves them at this scale and
 /// fillfactor (a run killed half-way through pgbench -i leaves them short)?
 fn tables_whole(scale: i32, fillfactor: i32) -> bool {
-    let Ok(schema) = run::pgbench_schema() else {
+    let Ok(schema) = pgbench_schema() else {
         return false;
     };
     // pgbench -i's last step, checked as every run checks it
@@ -479,12 +483,12 @@ fn tables_whole(scale: i32, fillfactor: i32) -> bool {
 /// layout, while ANALYZE reads 30,000 random pages of it (default statistics
 /// target): two and a half minutes on a 200-IOPS disk, before every run.
 fn vacuum_analyze(job: &Job, dir: &Path) -> Result<(), JobEnd> {
-    let s = ident(&run::pgbench_schema()?);
+    let s = ident(&pgbench_schema()?);
     // two commands: VACUUM refuses to run inside a multi-statement string
     let accounts = format!("VACUUM {s}.pgbench_accounts");
     let small =
         format!("VACUUM ANALYZE {s}.pgbench_branches, {s}.pgbench_tellers, {s}.pgbench_history");
-    run::psql_commands(job, &run::connection(job), &[&accounts, &small], dir).map(|_| ())
+    psql_commands(job, &connection(job), &[&accounts, &small], dir).map(|_| ())
 }
 
 /// One warm-up or measured run: its storlab.bench_runs row (an id from the
@@ -529,7 +533,7 @@ fn one_run(
         )
     })
     .unwrap_or_default();
-    run::bench(
+    bench::run(
         job,
         run_id,
         &r,
@@ -557,7 +561,7 @@ struct SizedRel {
 /// and stored (what the storage holds after compression, where the kernel
 /// can tell; see env::stored).
 fn record_sizes(job: &Job, fillfactor: i32, layout: &str) -> Result<(), JobEnd> {
-    let schema = run::pgbench_schema()?;
+    let schema = pgbench_schema()?;
     let rels: Vec<SizedRel> = as_caller(|| {
         Spi::connect(|c| {
             c.select(

@@ -15,23 +15,37 @@
 //! (pg_terminate_backend, a server shutdown) and the postmaster's death stop
 //! it the same way; if the worker itself is killed, the kernel kills pgbench.
 
+// This file is the worker: it waits for its job, starts and ends it, and
+// runs it through `dispatch`, the one module that knows the job kinds
+// (`bench`, `experiment`, `move_indexes`, `move_online`). A kind imports
+// neither the dispatcher nor another kind, but for an experiment, which is
+// made of `bench`'s two steps; otherwise only what they share: `job` (the
+// job, how it ends, its transactions), `stop`, `client` (pgbench, psql,
+// pg_repack), `observe` and `reindex` (what an interrupted REINDEX
+// CONCURRENTLY leaves).
+mod bench;
+mod client;
+mod dispatch;
 mod experiment;
+mod job;
 mod move_indexes;
 mod move_online;
-mod run;
+mod observe;
+mod reindex;
+mod stop;
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::pg_sys::PgTryBuilder;
 use pgrx::prelude::*;
 
-use crate::ops::identity::{as_owner, pinned};
 use crate::ops::jobs as ops_jobs;
 use crate::ops::read;
 use storlab_core::request::job::{JobArgs, JobSpec};
+
+use job::{bookkeeping, Job, JobEnd};
 
 /// The worker's entry point (named in launch()).
 #[pg_guard]
@@ -61,7 +75,7 @@ pub extern "C-unwind" fn storlab_job_main(arg: pg_sys::Datum) {
         .catch_others(|e| {
             // SAFETY: leaves the failed transaction, if any.
             unsafe { pg_sys::AbortCurrentTransaction() };
-            if let run::JobEnd::Error { message, .. } = caught(&e) {
+            if let JobEnd::Raised { message, .. } = caught(&e) {
                 log!("storlab job {job_id}: {message}");
             }
         })
@@ -88,12 +102,12 @@ fn work(job_id: i64, creator: Option<u64>) {
         // the postmaster started this worker again after a crash restart
         // (only jobs that asked to be, ops::jobs::launch): it tidies what
         // the interrupted job left and ends it
-        let why = PgTryBuilder::new(AssertUnwindSafe(|| run::recover(&job)))
+        let why = PgTryBuilder::new(AssertUnwindSafe(|| dispatch::recover(&job)))
             .catch_others(|e| {
                 // SAFETY: as below, leaves the failed transaction.
                 unsafe { pg_sys::AbortCurrentTransaction() };
                 match caught(&e) {
-                    run::JobEnd::Error { message, .. } => {
+                    JobEnd::Raised { message, .. } => {
                         format!("the server restarted while the job ran, and tidying after it failed: {message}")
                     }
                     _ => "the server restarted while the job ran".to_string(),
@@ -101,7 +115,7 @@ fn work(job_id: i64, creator: Option<u64>) {
             })
             .execute();
         finish(job_id, "failed", Some(why));
-        return run::after_end(&job);
+        return dispatch::after_end(&job);
     }
     if row.status != "queued" {
         return; // cancelled before it started
@@ -112,7 +126,7 @@ fn work(job_id: i64, creator: Option<u64>) {
     // elsewhere: a bench_init job (or one that finds none) claims every
     // schema's.
     let schema = match &job.args.spec {
-        JobSpec::Bench(_) | JobSpec::Experiment(_) => run::pgbench_schema().ok(),
+        JobSpec::Bench(_) | JobSpec::Experiment(_) => observe::pgbench_schema().ok(),
         _ => None,
     };
     // Jobs on this database's pgbench tables exclude each other; the caller
@@ -166,7 +180,7 @@ fn work(job_id: i64, creator: Option<u64>) {
     // An ERROR in the job's own work (a privilege the caller lacks, a
     // table dropped under it) ends the job 'failed' with that error's text,
     // rather than ending the worker with the job left 'running'.
-    let outcome = PgTryBuilder::new(AssertUnwindSafe(|| run::run(&job)))
+    let outcome = PgTryBuilder::new(AssertUnwindSafe(|| dispatch::run(&job)))
         .catch_others(|e| {
             // SAFETY: leaves the failed transaction (a no-op outside one),
             // restoring the user id and GUC nest levels as any abort does.
@@ -176,15 +190,22 @@ fn work(job_id: i64, creator: Option<u64>) {
         .execute();
     match outcome {
         Ok(()) => finish(job_id, "done", None),
-        Err(run::JobEnd::Stopped(why)) => finish(job_id, "cancelled", Some(why)),
-        Err(run::JobEnd::Failed(why)) => finish(job_id, "failed", Some(why)),
-        Err(run::JobEnd::Error {
+        Err(JobEnd::Stopped(why)) => finish(job_id, "cancelled", Some(why)),
+        Err(JobEnd::Failed(why)) => finish(job_id, "failed", Some(why)),
+        Err(JobEnd::Error(e)) => finish_with(
+            job_id,
+            "failed",
+            Some(e.message),
+            Some(e.state.code().to_string()),
+            e.detail.or(e.hint),
+        ),
+        Err(JobEnd::Raised {
             message,
             sqlstate,
             detail,
         }) => finish_with(job_id, "failed", Some(message), Some(sqlstate), detail),
     }
-    run::after_end(&job);
+    dispatch::after_end(&job);
 }
 
 fn finish(job_id: i64, status: &str, error: Option<String>) {
@@ -209,7 +230,8 @@ fn finish_with(
             &[job_id.into()],
         )
     }) == Some(true);
-    let placement = (is_experiment && status != "done").then(|| experiment::placement_now(job_id));
+    let placement =
+        (is_experiment && status != "done").then(|| dispatch::experiment_placement(job_id));
     bookkeeping(|| {
         Spi::run_with_args(
             "UPDATE storlab.job_records
@@ -248,7 +270,7 @@ fn finish_with(
 
 /// An ERROR caught in the job's work: its message (with its detail, as
 /// the job's `error` always read), its SQLSTATE and detail kept apart.
-fn caught(e: &pg_sys::panic::CaughtError) -> run::JobEnd {
+fn caught(e: &pg_sys::panic::CaughtError) -> JobEnd {
     use pg_sys::panic::CaughtError::*;
     let report = match e {
         PostgresError(r) | ErrorReport(r) => r,
@@ -258,7 +280,7 @@ fn caught(e: &pg_sys::panic::CaughtError) -> run::JobEnd {
     if let Some(detail) = report.detail() {
         message.push_str(&format!(": {detail}"));
     }
-    run::JobEnd::Error {
+    JobEnd::Raised {
         message,
         sqlstate: storlab_core::error::unpack_sqlstate(report.sql_error_code() as i32),
         detail: report.detail().map(str::to_string),
@@ -272,14 +294,6 @@ enum Start {
     Cancelled,
     /// another job uses the same pgbench tables
     Busy(String),
-}
-
-/// A job as the worker reads it.
-pub struct Job {
-    pub id: i64,
-    pub args: JobArgs,
-    pub database: String,
-    pub role: String,
 }
 
 /// The job's row as stored.
@@ -372,74 +386,4 @@ fn read_job(job_id: i64) -> Result<Option<Row>, pgrx::spi::Error> {
             role: r.get(4)?.unwrap_or_default(),
         }))
     })
-}
-
-/// One short transaction as the extension's owner, restricted and behind
-/// the pinned search_path: storlab's own rows only. SPI errors end the
-/// worker with the error in the server log.
-pub fn bookkeeping<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
-    transaction(|| as_owner(f))
-}
-
-/// One short transaction as the job's role (the worker's session user),
-/// behind the pinned search_path: the caller's own work (its tables, its
-/// CHECKPOINT, its statistics), with exactly the caller's privileges.
-pub fn as_caller<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
-    transaction(|| pinned(f))
-}
-
-fn transaction<R>(f: impl FnOnce() -> Result<R, pgrx::spi::Error>) -> R {
-    let mut f = Some(f);
-    BackgroundWorker::transaction(std::panic::AssertUnwindSafe(|| {
-        (f.take().expect("called once"))()
-    }))
-    .unwrap_or_else(|e| error!("storlab job: {e}"))
-}
-
-/// Has the job been cancelled, or the worker told to stop? For the child's
-/// stop callback: it also waits on the latch, so it paces the polling.
-pub fn stop_requested(job_id: i64) -> Option<String> {
-    // every 250 ms: a transaction each time, on a server that is being
-    // benchmarked; a committed cancel() also signals the worker, which
-    // wakes this at once
-    stop_requested_after(job_id, Duration::from_millis(250))
-}
-
-/// A SIGTERM the worker was sent (the waiting CALL cancelled, through
-/// stop_now; pg_terminate_backend; a shutdown). pgrx clears its own flag in
-/// the wait on the latch that sees it, so a caller that waits for its own
-/// reasons (the online move's watcher paces its samples so) would consume
-/// the request and the next look would find nothing: kept here, the worker
-/// stops at its next look wherever the signal was seen.
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-/// Waits on the latch up to `wait` (a committed cancel() or a signal ends
-/// the wait at once): has the worker been sent SIGTERM, now or before?
-pub fn wait_signalled(wait: Duration) -> bool {
-    if !BackgroundWorker::wait_latch(Some(wait)) {
-        SIGNALLED.store(true, Ordering::SeqCst);
-    }
-    SIGNALLED.load(Ordering::SeqCst)
-}
-
-/// [`stop_requested`], after waiting `wait` on the latch.
-pub fn stop_requested_after(job_id: i64, wait: Duration) -> Option<String> {
-    let signalled = wait_signalled(wait);
-    let (status, error) = bookkeeping(|| {
-        read::two::<String, String>(
-            "SELECT status, error FROM storlab.job_records WHERE id = $1",
-            &[job_id.into()],
-        )
-    });
-    if status.as_deref() == Some("cancelling") {
-        Some(error.unwrap_or_else(|| "cancelled with storlab.cancel()".into()))
-    } else if signalled {
-        Some(
-            "stopped by a signal: the session waiting for it was cancelled (statement_timeout, pg_cancel_backend), \
-             or pg_terminate_backend, or a server shutdown"
-                .into(),
-        )
-    } else {
-        None
-    }
 }

@@ -19,16 +19,15 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use serde::{Deserialize, Serialize};
 
-use super::run::{
-    connection, pg_stat_statements_schema, psql, psql_commands, store_detail, with_env, JobEnd,
-};
-use super::{as_caller, bookkeeping, Job};
+use super::client::{connection, psql_commands, with_env};
+use super::job::{as_caller, bookkeeping, store_detail, Job, JobEnd};
+use super::observe::pg_stat_statements_schema;
+use super::reindex::{cancel_backends, copies_dropped, drop_invalid_leftovers, invalid_leftovers};
 use crate::ops::read;
 use crate::ops::record;
 use crate::ops::relocate::{index_identity, lock_holders};
 use crate::ops::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
-use storlab_core::pgbench::Connection;
 use storlab_core::record::{Record, Relocation};
 use storlab_core::request::bench::MoveIndexes;
 use storlab_core::sql_text::ident;
@@ -121,33 +120,6 @@ pub(super) fn run(job: &Job, r: &MoveIndexes, dir: &Path) -> Result<(), JobEnd> 
     Ok(())
 }
 
-/// Cancels the job's own client sessions still running a statement (by pid,
-/// found by their application_name), as the job's role, which started them;
-/// then waits up to two seconds for them to be done.
-pub(super) fn cancel_backends(tag: &str) {
-    let busy = || {
-        as_caller(|| {
-            read::one::<i64>(
-                "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity
-                  WHERE application_name = $1 AND state <> 'idle' AND pid <> pg_catalog.pg_backend_pid()",
-                &[tag.into()],
-            )
-        })
-        .unwrap_or(0)
-    };
-    as_caller(|| {
-        read::one::<i64>(
-            "SELECT pg_catalog.count(pg_catalog.pg_cancel_backend(pid)) FROM pg_catalog.pg_stat_activity
-              WHERE application_name = $1 AND state <> 'idle' AND pid <> pg_catalog.pg_backend_pid()",
-            &[tag.into()],
-        )
-    });
-    let start = std::time::Instant::now();
-    while busy() > 0 && start.elapsed() < std::time::Duration::from_secs(2) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 /// The WAL statements of exactly this text have written so far, as
 /// pg_stat_statements counts it (a statement's own WAL, not the server's);
 /// None where pg_stat_statements is not loaded in this database.
@@ -162,23 +134,6 @@ fn statement_wal(sql: &str) -> Option<i64> {
             ),
             &[sql.into()],
         )
-    })
-}
-
-/// The table's invalid index copies left by an interrupted rebuild.
-fn invalid_leftovers(relation: i64) -> Vec<String> {
-    as_caller(|| {
-        Spi::connect(|c| {
-            c.select(
-                "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
-                   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                  WHERE i.indrelid = $1::oid AND NOT i.indisvalid AND c.relname ~ '_cc(new|old)[0-9]*$'",
-                None,
-                &[relation.into()],
-            )?
-            .map(|r| Ok(r.get::<String>(1)?.unwrap_or_default()))
-            .collect::<Result<Vec<_>, pgrx::spi::Error>>()
-        })
     })
 }
 
@@ -349,55 +304,4 @@ fn record(
             &[JsonB(record.to_json()).into()],
         )
     });
-}
-
-/// Drops the invalid copies an interrupted REINDEX CONCURRENTLY of the
-/// table left (`_ccnew`, `_ccold`, with a number when the name was taken):
-/// each would slow every write to the table until dropped. As the job's
-/// role, which owns the table or could not have rebuilt its indexes.
-/// Returns how many it dropped.
-pub(super) fn drop_invalid_leftovers(
-    job: &Job,
-    conn: &Connection,
-    relation: i64,
-    dir: &Path,
-) -> usize {
-    // DROP INDEX CONCURRENTLY waits for every transaction holding a lock on
-    // the table: bounded, so that a cancel is done within seconds even
-    // then (the copy is then left, and said to be)
-    with_env("PGOPTIONS", "-c lock_timeout=2s", || {
-        invalid_leftovers(relation)
-            .iter()
-            .filter(|name| {
-                psql(
-                    job,
-                    conn,
-                    &format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
-                    dir,
-                )
-                .is_ok()
-            })
-            .count()
-    })
-}
-
-/// How many invalid copies a stopped rebuild's cleanup dropped, in words.
-fn copies_dropped(n: usize) -> String {
-    match n {
-        0 => "no invalid copy dropped".to_string(),
-        1 => "1 invalid copy dropped".to_string(),
-        n => format!("{n} invalid copies dropped"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::copies_dropped;
-
-    #[test]
-    fn dropped_copies_counted_in_words() {
-        assert_eq!(copies_dropped(0), "no invalid copy dropped");
-        assert_eq!(copies_dropped(1), "1 invalid copy dropped");
-        assert_eq!(copies_dropped(3), "3 invalid copies dropped");
-    }
 }

@@ -33,19 +33,25 @@ use std::time::{Duration, Instant};
 use pgrx::prelude::*;
 use pgrx::JsonB;
 
-use super::run::{
-    connection, psql_commands, psql_commands_watched, psql_tidying, store_detail, with_env, JobEnd,
+use super::client::{
+    connection, psql_commands, psql_commands_watched, psql_tidying, server_program, with_env,
 };
-use super::{as_caller, bookkeeping, stop_requested_after, wait_signalled, Job};
+use super::job::{as_caller, bookkeeping, store_detail, Job, JobEnd};
+use super::reindex::{cancel_backends, drop_invalid_leftovers};
+use super::stop::{stop_requested_after, wait_signalled};
 use crate::ops::read;
 use crate::ops::record;
 use crate::ops::relocate::{index_identity, lock_holders, where_now};
 use crate::ops::server::{hostname, system_identifier};
+use storlab_core::error::SqlState;
 use storlab_core::pgbench::process::{self, Outcome};
 use storlab_core::pgbench::Connection;
 use storlab_core::record::{Record, Relocation};
 use storlab_core::relocate::{human_bytes, psql_timing_s};
-use storlab_core::repack::{self, Phase, PhaseTracker, Refusal, Version};
+use storlab_core::repack::outcome::{
+    left_before, running_now, Outcome as RunOutcome, RunEnd, TIDY_FOR,
+};
+use storlab_core::repack::{self, Phase, PhaseTracker, Version};
 use storlab_core::request::relocate::{
     MoveOnline, OnlineIndex, OnlineParent, OnlineTable, ONLINE_LABEL,
 };
@@ -98,13 +104,17 @@ fn with_progress(m: &MoveOnline, e: JobEnd) -> JobEnd {
     let Some(said) = m.progress(&moved) else {
         return e;
     };
+    // in the message: CALL storlab.wait raises the message alone
     match e {
-        JobEnd::Error {
+        JobEnd::Error(e) => JobEnd::Error(storlab_core::error::Error {
+            message: format!("{}. {said}", e.message),
+            ..e
+        }),
+        JobEnd::Raised {
             message,
             sqlstate,
             detail,
-        } => JobEnd::Error {
-            // in the message: CALL storlab.wait raises the message alone
+        } => JobEnd::Raised {
             message: format!("{message}. {said}"),
             sqlstate,
             detail,
@@ -516,11 +526,6 @@ fn drop_attempt(conn: &Connection, dir: &Path, oid: pg_sys::Oid) -> bool {
     })
 }
 
-/// How long the worker of a job that ended with pg_repack's objects left
-/// on a table (their lock holder did not let go within lock_timeout) goes
-/// on waiting for the holder, to remove them once it lets go.
-const TIDY_FOR: Duration = Duration::from_secs(15 * 60);
-
 thread_local! {
     /// The tables whose pg_repack objects this job left: removed after
     /// the job's end, by [`tidy_after_end`].
@@ -725,20 +730,13 @@ fn repack_table(
     // a pg_repack run by hand (or another tool) on the table now: its
     // objects are its own, and pg_repack would refuse anyway
     if let Some(pid) = repack_running(oid) {
-        return Err(JobEnd::Error {
-            message: format!("pg_repack runs on table {} now (backend pid {pid})", t.name),
-            sqlstate: "55006".into(),
-            detail: Some(format!(
-                "Nothing was moved; the table is where it was, in {}.",
-                t.from
-            )),
-        });
+        return Err(running_now(&t.name, pid, &t.from).into());
     }
     // an earlier run cut short left its objects (pg_repack refuses a table
     // with its trigger): removed first
     let left = drop_leftovers(conn, dir, oid, limit);
     if !left.is_empty() {
-        return Err(leftovers_error(t, &left));
+        return Err(left_before(&t.name, &left).into());
     }
     let (from, bytes) = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid)))
         .unwrap_or_else(|| (t.from.clone(), t.bytes));
@@ -752,7 +750,7 @@ fn repack_table(
     let relations = locked_relations(oid);
     let since = chrono_now();
     show_phase(job, t, Phase::Starting.as_str());
-    let program = super::run::server_program("pg_repack");
+    let program = server_program("pg_repack");
     let args = run.args(version, conn);
     std::fs::create_dir_all(dir)
         .map_err(|e| JobEnd::Failed(format!("cannot create {}: {e}", dir.display())))?;
@@ -879,7 +877,7 @@ fn repack_table(
         phases.push((last_phase, Instant::now()));
     }
     let stopped = match outcome? {
-        // stopped by the job itself, not cancelled: the refusal below says why
+        // stopped by the job itself, not cancelled: the outcome (RunEnd) says why
         Outcome::Stopped(why)
             if why == GAVE_UP || why == QUEUED_TOO_LONG || why == BEHIND_REPACK =>
         {
@@ -905,13 +903,29 @@ fn repack_table(
         Vec::new()
     };
     let now = as_caller(|| Ok::<_, pgrx::spi::Error>(where_now(oid)));
-    let moved = now.as_ref().is_some_and(|(ts, _)| *ts == t.to);
-    if moved {
+    let mut end = RunEnd {
+        table: t.name.clone(),
+        to: t.to.clone(),
+        from,
+        now: now.map(|(ts, _)| ts),
+        lock_timeout_ms: m.lock_timeout_ms,
+        version,
+        stopped,
+        left,
+        said: format!("{stdout}{stderr}"),
+        last_phase,
+        behind,
+        held_by,
+        others_max_s: waits.others_max,
+        others_total_s: waits.others_total,
+        holders: None,
+    };
+    if end.moved() {
         record_table(
             job,
             m,
             t,
-            &from,
+            &end.from,
             bytes,
             &run,
             version,
@@ -921,138 +935,19 @@ fn repack_table(
             &indexes_before,
         );
     }
-    let holders = || {
-        as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
-            .unwrap_or_else(|| "no session any more".into())
-    };
-    let tidy = if left.is_empty() {
-        "pg_repack's objects are removed".to_string()
-    } else {
-        // removed once the holders let go, by this job's worker after the
-        // job's end (tidy_after_end); not after a stop request, which a
-        // server shutdown is too: the worker must then exit
-        let later = if stopped.is_none() {
-            tidy_later(t);
-            format!(
-                "the job's worker removes them as soon as the sessions holding a lock on the table let go (for up to {} min after the job ends; storlab.jobs' detail->'tidy' says when), and ",
-                TIDY_FOR.as_secs() / 60
-            )
-        } else {
-            String::new()
-        };
-        format!(
-            "pg_repack's objects could not be removed within lock_timeout: {} (a lock on the table is held by {}); every write to the table is logged into them until they go: {later}the next online move of the table removes them first; by hand: SELECT repack.repack_drop('{}'::regclass, 4)",
-            left.join(", "),
-            holders(),
-            t.name.replace('\'', "''")
-        )
-    };
-    if let Some(why) = stopped {
-        return Err(JobEnd::Stopped(if moved {
-            format!(
-                "{why}; {} had been swapped into {} already, and is recorded as moved; {tidy}",
-                t.name, t.to
-            )
-        } else {
-            format!("{why}; {} is where it was, in {from}; {tidy}", t.name)
-        }));
+    // pg_locks is read again only when the outcome names who holds a lock
+    if end.names_holders() {
+        end.holders = as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)));
     }
-    if moved {
-        return if left.is_empty() {
-            Ok(())
-        } else {
-            Err(JobEnd::Error {
-                message: format!("table {} moved to {}, but {tidy}", t.name, t.to),
-                sqlstate: "55000".into(),
-                detail: None,
-            })
-        };
+    if end.tidied_later() {
+        tidy_later(t);
     }
-    let said = format!("{}{}", stdout, stderr);
-    let stall = format!(
-        "Meanwhile the table's writers waited for a lock {:.3} s at most, and some writer was waiting during {:.3} s in all",
-        waits.others_max, waits.others_total
-    );
-    if let Some((session, waited)) = behind {
-        return Err(JobEnd::Error {
-            message: format!(
-                "could not move table {} online: {session} was queued for a lock on it behind pg_repack's for {waited:.3} s, over lock_timeout ({} ms), and every writer of the table queues behind such a request, so the job stopped pg_repack (it cancels no one)",
-                t.name, m.lock_timeout_ms
-            ),
-            sqlstate: "55P03".into(),
-            detail: Some(format!(
-                "pg_repack's sessions ended, so that session's request waits for them no more. The table is where it was, in {from}; {tidy}. {stall}. Move the table again once that session is done.",
-            )),
-        });
+    match end.outcome() {
+        RunOutcome::Moved => Ok(()),
+        RunOutcome::Stopped(why) => Err(JobEnd::Stopped(why)),
+        RunOutcome::Refused(e) => Err(e.into()),
+        RunOutcome::Failed(why) => Err(JobEnd::Failed(why)),
     }
-    if let Some(holders) = held_by {
-        return Err(JobEnd::Error {
-            message: format!(
-                "could not lock table {} without holding up its writers: pg_repack's exclusive lock ({}) was queued for over {} ms behind a transaction that does not let go, so the job stopped it (it cancels no one)",
-                t.name,
-                last_phase.as_str(),
-                repack::queued_budget_ms(m.lock_timeout_ms)
-            ),
-            sqlstate: "55P03".into(),
-            detail: Some(format!(
-                "Held by: {holders}.{} Every writer that arrives queues behind a queued ACCESS EXCLUSIVE request: pg_repack's retries would have held them up for up to lock_timeout. The table is where it was, in {from}; {tidy}. {stall}.",
-                autovacuum_in_the_way(&holders, version)
-            )),
-        });
-    }
-    Err(match repack::refusal(&said) {
-        Some(Refusal::LockTimeout) => JobEnd::Error {
-            message: format!(
-                "could not lock table {} within lock_timeout ({} ms): pg_repack gave up on its exclusive lock, and cancelled no one",
-                t.name, m.lock_timeout_ms
-            ),
-            sqlstate: "55P03".into(),
-            detail: Some(format!(
-                "Held by: {}. The table is where it was, in {from}; {tidy}. {stall}.",
-                holders()
-            )),
-        },
-        // a lock pg_repack's own session waited for past its lock_timeout
-        // (the watcher above names what it saw in the way first)
-        Some(Refusal::Said(words)) if words.contains("lock timeout") => JobEnd::Error {
-            message: format!(
-                "could not move table {} online: a session of pg_repack waited for a lock past lock_timeout ({} ms): {words}",
-                t.name, m.lock_timeout_ms
-            ),
-            sqlstate: "55P03".into(),
-            detail: Some(format!(
-                "Held by: {}. The table is where it was, in {from}; {tidy}. {stall}.",
-                holders()
-            )),
-        },
-        Some(Refusal::Said(words)) => JobEnd::Error {
-            message: format!("pg_repack did not move table {}: {words}", t.name),
-            sqlstate: "55000".into(),
-            detail: Some(format!("The table is where it was, in {from}; {tidy}.")),
-        },
-        None => JobEnd::Failed(format!(
-            "pg_repack ended without moving table {} and without saying why (its last phase: {}); the table is in {}",
-            t.name,
-            last_phase.as_str(),
-            now.map(|n| n.0).unwrap_or_else(|| "no tablespace: it is gone".into())
-        )),
-    })
-}
-
-/// What to do about an autovacuum among the holders of a lock pg_repack
-/// waited for (storlab cancels no one; `Version::keeps_autovacuum_out`).
-fn autovacuum_in_the_way(holders: &str, version: Version) -> String {
-    if !holders.contains("(autovacuum worker)") {
-        return String::new();
-    }
-    format!(
-        " An autovacuum of the table is in the way: PostgreSQL cancels one only for a lock request that waits deadlock_timeout, longer than pg_repack's attempts{}. VACUUM the table (it is then not due for one) and move it again.",
-        if version.keeps_autovacuum_out() {
-            String::new()
-        } else {
-            format!(", and pg_repack {version} lets one start during its copy")
-        }
-    )
 }
 
 /// The whole lines a file holds past `offset` (a log being written),
@@ -1073,21 +968,6 @@ fn read_from(path: &Path, offset: &mut u64) -> String {
     buf.truncate(end + 1);
     *offset += buf.len() as u64;
     String::from_utf8_lossy(&buf).into_owned()
-}
-
-fn leftovers_error(t: &OnlineTable, left: &[String]) -> JobEnd {
-    JobEnd::Error {
-        message: format!(
-            "an interrupted pg_repack run left its objects on table {}: {}",
-            t.name,
-            left.join(", ")
-        ),
-        sqlstate: "55000".into(),
-        detail: Some(format!(
-            "They could not be dropped within lock_timeout: a session holds a lock on the table. Drop them with SELECT repack.repack_drop('{}'::regclass, 4) once it ends; until then every write to the table is logged twice.",
-            t.name.replace('\'', "''")
-        )),
-    }
 }
 
 /// Each valid index of the table: its oid, name, tablespace and bytes.
@@ -1288,22 +1168,18 @@ fn reindex(
     let stdout = match out {
         Ok(stdout) => stdout,
         Err(e) => {
-            super::move_indexes::cancel_backends(&tag);
-            super::move_indexes::drop_invalid_leftovers(job, conn, t.relation as i64, dir);
+            cancel_backends(&tag);
+            drop_invalid_leftovers(job, conn, t.relation as i64, dir);
             return Err(match e {
-                JobEnd::Failed(said) if said.contains("lock timeout") => JobEnd::Error {
-                    message: format!(
+                JobEnd::Failed(said) if said.contains("lock timeout") => JobEnd::error(SqlState::LockNotAvailable, format!(
                         "could not rebuild index {} into {} within lock_timeout ({} ms): REINDEX CONCURRENTLY waits for every transaction older than its steps, of any table, and {} outlived lock_timeout",
                         index.name,
                         index.to,
                         m.lock_timeout_ms,
                         waited_for.as_deref().unwrap_or("a transaction")
-                    ),
-                    sqlstate: "55P03".into(),
-                    detail: Some(format!(
+                    ), Some(format!(
                         "The index is where it was, in {from} (its unfinished copy dropped). Move it again once that transaction is done, or with a longer lock_timeout."
-                    )),
-                },
+                    ))),
                 e => e,
             });
         }
@@ -1403,15 +1279,11 @@ fn move_parent(
             break;
         }
         if start.elapsed() >= limit {
-            return Err(JobEnd::Error {
-                message: format!(
+            return Err(JobEnd::error(SqlState::LockNotAvailable, format!(
                     "could not lock {} {} within lock_timeout ({} ms): its partitions moved, where its new partitions go did not change",
                     p.kind, p.name, m.lock_timeout_ms
-                ),
-                sqlstate: "55P03".into(),
-                detail: as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
-                    .map(|h| format!("Held by: {h}.")),
-            });
+                ), as_caller(|| Ok::<_, pgrx::spi::Error>(lock_holders(oid)))
+                    .map(|h| format!("Held by: {h}."))));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -1445,8 +1317,7 @@ pub(super) fn recover(job: &Job, m: &MoveOnline, dir: &Path) -> String {
     for t in &m.tables {
         let oid = pg_sys::Oid::from(t.relation);
         // a REINDEX CONCURRENTLY cut short left an invalid copy
-        let copies =
-            super::move_indexes::drop_invalid_leftovers(job, &conn, t.relation as i64, dir);
+        let copies = drop_invalid_leftovers(job, &conn, t.relation as i64, dir);
         if copies > 0 {
             tidied.push(format!(
                 "{copies} invalid index copies of {} dropped",

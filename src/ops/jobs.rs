@@ -19,7 +19,7 @@ use storlab_core::request::job::{JobArgs, JobSpec};
 ///
 /// A worker asked to be `restarted` is started again by the postmaster
 /// after a crash restart (a process of the server killed), and finds its
-/// job still 'running': it tidies after it and ends it (jobs::run::recover).
+/// job still 'running': it tidies after it and ends it (jobs::dispatch::recover).
 /// Only move_indexes jobs ask: an interrupted REINDEX CONCURRENTLY leaves
 /// an invalid index that slows every write to the table. A worker that
 /// returns (exit code 0) is never started again.
