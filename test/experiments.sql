@@ -1,5 +1,5 @@
 -- Experiments: refusals with their SQLSTATE before anything runs; one real
--- short experiment end to end (2 layouts, 2 repetitions, 2 s runs):
+-- short experiment end to end (2 layouts, 2 repetitions, 1 s runs):
 -- progress visible from here, cancel, a move that times out behind a lock
 -- (the experiment fails with that error and says where the relations are),
 -- resume to the end, and a report whose figures are the stored runs'.
@@ -72,7 +72,7 @@ SELECT storlab.experiment_start('tap',
   '[{"name": "disk", "tables": "lab_disk", "indexes": "lab_disk"},
     {"name": "ram-indexes", "tables": "lab_disk", "indexes": "lab_ram", "temp": "lab_ram",
      "settings": {"synchronous_commit": "off"}}]',
-  clients => '{2}', jobs => 1, duration => '2 s', repetitions => 2, warmup => '1 s', scale => 1,
+  clients => '{2}', jobs => 1, duration => '1 s', repetitions => 2, warmup => '1 s', scale => 1,
   options => '{"lock_timeout_ms": 300}') AS exp \gset
 SELECT is((SELECT steps_total FROM storlab.experiments WHERE id = :exp), 7,
           'steps: pgbench -i, sizes under 2 layouts, 2 x 2 runs');
