@@ -2,6 +2,8 @@
 //! Pure Rust: the SQL side (src/api/relocate.rs) feeds it catalog facts and
 //! runs the statements it writes.
 
+pub mod batch;
+
 /// The kinds of relation storlab.layout() reports, from pg_class.relkind
 /// (and the namespace, for TOAST).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! what that version allows, its command line, and what its output says
 //! (the phase it is in, a lock it gave up on), and what a run's end means
 //! for the job (`outcome`: moved, or the error that says why not). Pure:
-//! the job that runs it is `src/jobs/move_online.rs`.
+//! the job that runs it is `src/jobs/move_online/`.
 //!
 //! pg_repack moves a table while writes go on: a trigger logs every change
 //! into `repack.log_<oid>`, the rows are copied into `repack.table_<oid>` in

@@ -250,44 +250,19 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
         let (runs, why): (Vec<_>, Vec<_>) = judged.into_iter().unzip();
         Ok(pooled::tally(&runs, &why, &e.fillfactors))
     });
-    let mut left_out = String::new();
-    if counted.replaced > 0 {
-        left_out.push_str(&format!(
-            "; {} invalid run{} measured again (bench_runs.invalid says why)",
-            counted.replaced,
-            if counted.replaced == 1 { "" } else { "s" }
-        ));
-    }
-    if counted.open > 0 {
-        left_out.push_str(&format!(
-            "; {} invalid run{} left out (bench_runs.invalid says why): storlab.experiment_resume({}) measures {} again",
-            counted.open,
-            if counted.open == 1 { "" } else { "s" },
-            job.id,
-            if counted.open == 1 { "it" } else { "them" }
-        ));
-    }
     // a sequential experiment says how it ended: each comparison decided,
     // or undecided at the maximum
-    let answered = if e.stop.is_some() {
+    let comparisons = e.stop.is_some().then(|| {
         let compared = bookkeeping(|| Ok(report::comparisons(job.id, e, e.repetitions as u32)));
-        format!(
-            "; comparisons: {} ({})",
+        (
             sequential::tally(&compared),
-            sequential::sentence(e, &compared)
+            sequential::sentence(e, &compared),
         )
-    } else {
-        String::new()
-    };
+    });
     progress(
         job,
         steps.len(),
-        &format!(
-            "done: {} measured run{} in the report, {measured} measured in this session{left_out}{answered}; storlab.experiment_report({}) compares them",
-            counted.pooled,
-            if counted.pooled == 1 { "" } else { "s" },
-            job.id
-        ),
+        &counted.closing(job.id, measured, comparisons),
     );
     Ok(())
 }

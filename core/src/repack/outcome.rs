@@ -4,8 +4,9 @@
 //! table is in its target now, what is left of pg_repack's objects, a stop
 //! request, what its watcher of pg_locks found (a session queued behind
 //! pg_repack, a transaction that did not let go) and what pg_repack said.
-//! The job (`src/jobs/move_online.rs`) gathers these and acts on the
-//! outcome; the words are the user's, so they are all made here, once.
+//! The job (`src/jobs/move_online/repack_run.rs`) gathers these and acts
+//! on the outcome; the words are the user's, so they are all made here,
+//! once.
 
 use std::time::Duration;
 

@@ -134,6 +134,46 @@ pub struct Tally {
     pub open: usize,
 }
 
+impl Tally {
+    /// The sentence an experiment's job `job` ends with: the runs its
+    /// report pools, those `measured` in this session, the invalid runs
+    /// measured again or left out (and how to measure those again), and
+    /// for a sequential experiment `comparisons`: their tally and the
+    /// sentence that says how each ended.
+    pub fn closing(
+        &self,
+        job: i64,
+        measured: usize,
+        comparisons: Option<(String, String)>,
+    ) -> String {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let mut left_out = String::new();
+        if self.replaced > 0 {
+            left_out.push_str(&format!(
+                "; {} invalid run{} measured again (bench_runs.invalid says why)",
+                self.replaced,
+                plural(self.replaced)
+            ));
+        }
+        if self.open > 0 {
+            left_out.push_str(&format!(
+                "; {} invalid run{} left out (bench_runs.invalid says why): storlab.experiment_resume({job}) measures {} again",
+                self.open,
+                plural(self.open),
+                if self.open == 1 { "it" } else { "them" }
+            ));
+        }
+        let answered = comparisons
+            .map(|(tally, sentence)| format!("; comparisons: {tally} ({sentence})"))
+            .unwrap_or_default();
+        format!(
+            "done: {} measured run{} in the report, {measured} measured in this session{left_out}{answered}; storlab.experiment_report({job}) compares them",
+            self.pooled,
+            plural(self.pooled)
+        )
+    }
+}
+
 /// A run left out is in a pooled run's place when they share repetition,
 /// layout and clients, and fillfactor; one whose recorded fillfactor is
 /// none of the experiment's `fillfactors` (someone changed it: the cell's
@@ -351,6 +391,76 @@ mod tests {
                 replaced: 2,
                 open: 1
             }
+        );
+    }
+
+    #[test]
+    fn a_closing_counts_the_pooled_runs() {
+        let t = Tally {
+            pooled: 1,
+            replaced: 0,
+            open: 0,
+        };
+        assert_eq!(
+            t.closing(7, 1, None),
+            "done: 1 measured run in the report, 1 measured in this session; storlab.experiment_report(7) compares them"
+        );
+        let t = Tally { pooled: 0, ..t };
+        assert_eq!(
+            t.closing(7, 0, None),
+            "done: 0 measured runs in the report, 0 measured in this session; storlab.experiment_report(7) compares them"
+        );
+    }
+
+    #[test]
+    fn a_closing_says_which_invalid_runs_were_measured_again() {
+        let one = Tally {
+            pooled: 4,
+            replaced: 1,
+            open: 0,
+        };
+        assert_eq!(
+            one.closing(7, 5, None),
+            "done: 4 measured runs in the report, 5 measured in this session; 1 invalid run measured again (bench_runs.invalid says why); storlab.experiment_report(7) compares them"
+        );
+        let two = Tally { replaced: 2, ..one };
+        assert!(two
+            .closing(7, 6, None)
+            .contains("; 2 invalid runs measured again (bench_runs.invalid says why);"));
+    }
+
+    #[test]
+    fn a_closing_says_how_to_measure_the_runs_left_out() {
+        let one = Tally {
+            pooled: 3,
+            replaced: 1,
+            open: 1,
+        };
+        assert_eq!(
+            one.closing(7, 5, None),
+            "done: 3 measured runs in the report, 5 measured in this session; 1 invalid run measured again (bench_runs.invalid says why); 1 invalid run left out (bench_runs.invalid says why): storlab.experiment_resume(7) measures it again; storlab.experiment_report(7) compares them"
+        );
+        let two = Tally {
+            replaced: 0,
+            open: 2,
+            ..one
+        };
+        assert_eq!(
+            two.closing(7, 5, None),
+            "done: 3 measured runs in the report, 5 measured in this session; 2 invalid runs left out (bench_runs.invalid says why): storlab.experiment_resume(7) measures them again; storlab.experiment_report(7) compares them"
+        );
+    }
+
+    #[test]
+    fn a_sequential_closing_says_how_its_comparisons_ended() {
+        let t = Tally {
+            pooled: 2,
+            replaced: 0,
+            open: 1,
+        };
+        assert_eq!(
+            t.closing(9, 2, Some(("1 decided".into(), "b beat a".into()))),
+            "done: 2 measured runs in the report, 2 measured in this session; 1 invalid run left out (bench_runs.invalid says why): storlab.experiment_resume(9) measures it again; comparisons: 1 decided (b beat a); storlab.experiment_report(9) compares them"
         );
     }
 }

@@ -22,7 +22,7 @@ use crate::ops::record;
 use crate::ops::server::{hostname, system_identifier};
 use crate::sqltypes::Name;
 use storlab_core::record::{Record, Relocation};
-use storlab_core::relocate::{human_bytes, note, statement, Kind};
+use storlab_core::relocate::{batch, statement, Kind};
 
 /// Relations already where they should be are skipped, not rewritten;
 /// a relation reached twice (an index of a table and of its partition tree) once.
@@ -45,10 +45,10 @@ pub(super) fn plan(candidates: Vec<(Rel, String)>) -> Vec<Step> {
 /// of them together), naming the relation and what holds it.
 fn lock(rel: &Rel, timeout: Duration) -> Duration {
     let start = Instant::now();
-    let what = format!("{} {}", rel.kind.as_str(), rel.qualified);
+    let what = batch::lock_target(rel.kind, &rel.qualified);
     lock_oid(rel.oid, &what, start, timeout);
     for (oid, part) in toast_of(rel.oid) {
-        lock_oid(oid, &format!("the TOAST {part} of {what}"), start, timeout);
+        lock_oid(oid, &batch::toast_target(part, &what), start, timeout);
     }
     start.elapsed()
 }
@@ -86,16 +86,12 @@ fn lock_oid(oid: pg_sys::Oid, what: &str, start: Instant, timeout: Duration) {
             return;
         }
         if start.elapsed() >= timeout {
-            let holders = lock_holders(oid)
-                .unwrap_or_else(|| "no session any more (it let go as storlab gave up)".into());
+            let e = batch::lock_refused(what, timeout, lock_holders(oid));
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-                format!(
-                    "could not lock {what} within lock_timeout ({} ms): another session is using it",
-                    timeout.as_millis()
-                ),
-                format!("Held by: {holders}. Nothing was moved.")
+                e.message,
+                e.detail.unwrap_or_default()
             );
         }
         pg_sys::check_for_interrupts!();
@@ -117,32 +113,14 @@ fn execute(
     undoes: Option<i64>,
 ) -> Vec<RelocationRow> {
     let (folders, space) = refuse_what_cannot_move(&steps, lock_timeout, dry_run, job);
-    let call_bytes: i64 = steps
-        .iter()
-        .filter(|s| s.rel.kind.has_storage())
-        .map(|s| s.rel.bytes)
-        .sum();
+    let call_bytes = batch::call_bytes(steps.iter().map(|s| (s.rel.kind, s.rel.bytes)));
     let volatile = volatile_targets(&folders);
     // logged relations moved onto volatile storage, by target: said once the
     // moves are done (a move that fails its lock moved nothing)
     let mut onto_volatile: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    let batch: Option<i64> = if dry_run || steps.is_empty() {
-        None
-    } else {
-        as_owner(|| {
-            Spi::connect_mut(|c| {
-                c.update(
-                    "SELECT pg_catalog.nextval('storlab.relocation_batches')",
-                    None,
-                    &[],
-                )?
-                .first()
-                .get_one()
-            })
-            .map_err(spi("starting a batch"))
-            .or_raise()
-        })
-    };
+    let batch_id = batch::takes_batch(dry_run, steps.len())
+        .then(next_batch)
+        .flatten();
     // Each ALTER's own further locks (an index's table) get what is left of
     // the limit, for this call only; the caller's setting comes back after.
     let callers_lock_timeout = if dry_run {
@@ -151,7 +129,12 @@ fn execute(
         read::one::<String>("SELECT pg_catalog.current_setting('lock_timeout')", &[])
             .unwrap_or(None)
     };
-    let moved_by = caller();
+    let shared = Shared {
+        batch_id,
+        label,
+        undoes,
+        moved_by: caller(),
+    };
     let mut rows = Vec::with_capacity(steps.len());
     for (s, after) in steps.into_iter().zip(space) {
         // a dry run describes the plan as read; a move reads the relation
@@ -160,23 +143,10 @@ fn execute(
         let (rel, waited) = if dry_run {
             (s.rel, None)
         } else {
-            let waited = lock(&s.rel, lock_timeout);
-            let (Some(now), Some(mut rel)) = (
-                tablespace_now(s.rel.oid),
-                rels("WHERE c.oid = $1", vec![s.rel.oid.into()]).pop(),
-            ) else {
-                notice!(
-                    "storlab: {} was dropped while storlab waited for it; nothing to move",
-                    s.rel.qualified
-                );
-                continue;
-            };
-            rel.tablespace = now;
-            if rel.tablespace == s.to {
-                notice!("storlab: {} is already in {} (moved by another session meanwhile); nothing to move", rel.qualified, s.to);
-                continue;
+            match relock(&s, lock_timeout) {
+                Some((rel, waited)) => (rel, Some(waited)),
+                None => continue,
             }
-            (rel, Some(waited))
         };
         let sql = statement(
             rel.kind,
@@ -184,145 +154,189 @@ fn execute(
             &storlab_core::sql_text::ident(&s.to),
         )
         .expect("plans hold movable kinds only");
-        let (duration, lock_wait, wal) = match waited {
+        let timing = match waited {
             None => (None, None, None),
-            Some(waited) => {
-                // lock_timeout bounds the whole wait, the ALTER's included
-                let left = lock_timeout
-                    .saturating_sub(waited)
-                    .max(Duration::from_millis(1));
-                set_lock_timeout(&format!("{}ms", left.as_millis().max(1)));
-                // the WAL this backend wrote for the ALTER (its own counter,
-                // as EXPLAIN (WAL) reads it), not the server's insert
-                // position, which counts every other session's WAL too
-                // SAFETY: a plain read of this backend's own counter.
-                let wal0 = unsafe { pg_sys::pgWalUsage.wal_bytes };
-                let t0 = Instant::now();
-                Spi::run(&sql).map_err(spi(&sql)).or_raise();
-                let wal1 = unsafe { pg_sys::pgWalUsage.wal_bytes };
-                (
-                    Some(t0.elapsed().as_secs_f64()),
-                    Some(waited.as_secs_f64()),
-                    Some((wal1 - wal0) as i64),
-                )
-            }
+            Some(waited) => alter(&sql, lock_timeout, waited),
         };
-        let mut note = if rel.files_missing {
-            // nothing to say of a copy whose size is unknown: the move would fail
-            format!(
-                "its files cannot be found: the size to copy is unknown, and ALTER ... SET TABLESPACE would fail (a tmpfs tablespace after a reboot?); the call copies {} besides",
-                human_bytes(call_bytes)
-            )
-        } else {
-            note(
-                rel.kind,
-                &rel.qualified,
-                rel.table.as_deref(),
-                rel.bytes,
-                call_bytes,
-            )
-        };
-        if let Some(fs) = volatile
-            .get(&s.to)
-            .filter(|_| rel.logged && rel.kind.has_storage())
-        {
-            note.push_str(&format!(
-                "; {} is volatile storage ({fs}): a reboot loses this logged relation's files",
-                s.to
-            ));
-            if !dry_run {
-                onto_volatile
-                    .entry(s.to.clone())
-                    .or_default()
-                    .push(rel.qualified.clone());
-            }
+        let said = batch::step_note(
+            &facts(&rel),
+            &s.to,
+            call_bytes,
+            volatile.get(&s.to).map(String::as_str),
+            dry_run,
+            after.as_ref().map(|(_, a)| a),
+        );
+        if said.onto_volatile {
+            onto_volatile
+                .entry(s.to.clone())
+                .or_default()
+                .push(rel.qualified.clone());
         }
-        if let (true, false, Some((_, a))) = (dry_run, rel.files_missing, &after) {
-            // the plan says what the target has left once the call copied
-            note.push_str(&format!(
-                "; {} has {} free now, {} after this call{}",
-                s.to,
-                human_bytes(a.free as i64),
-                human_bytes(a.left()),
-                if a.fits() {
-                    String::new()
-                } else {
-                    format!(
-                        ": does not fit (storlab.min_free_bytes keeps {} free)",
-                        human_bytes(a.reserve as i64)
-                    )
-                }
-            ));
+        if let Some(missing) = &said.missing {
+            warning!("{missing}");
         }
-        if rel.files_missing && dry_run {
-            warning!(
-                "storlab: the files of {} cannot be found: bytes to copy unknown (NULL), and the move itself would fail",
-                rel.qualified
-            );
-        }
-        let (index_table, index_definition) =
-            if matches!(rel.kind, Kind::Index | Kind::PartitionedIndex) {
-                index_identity(rel.oid)
-            } else {
-                (None, None)
-            };
-        let record = Relocation {
-            batch_id: batch,
-            relation: rel.oid.to_u32(),
-            relation_name: rel.qualified.clone(),
-            kind: rel.kind.as_str().to_string(),
-            from_tablespace: rel.tablespace.clone(),
-            to_tablespace: s.to.clone(),
-            bytes: (!rel.files_missing).then_some(rel.bytes),
-            duration_s: duration,
-            lock_wait_s: lock_wait,
-            wal_bytes: wal,
-            statement: sql,
-            moved_by: moved_by.clone(),
-            label: label.map(str::to_owned),
-            note: Some(note),
-            system_identifier: system_identifier(),
-            hostname: hostname(),
-            previous_relation: None,
-            undoes_batch: undoes,
-            online: false,
-            writers_blocked_s: None,
-            index_table,
-            index_definition,
-        };
-        let row = as_owner(|| {
-            let query = if dry_run {
-                // The plan: the same row, not stored (no id or time).
-                Ok(Relocation::row_sql())
-            } else {
-                record::insert_sql(&record, &[("moved_at", "pg_catalog.clock_timestamp()")])
-            };
-            query
-                .and_then(|query| {
-                    Spi::connect_mut(|c| {
-                        c.update(query.as_str(), None, &[JsonB(record.to_json()).into()])?
-                            .first()
-                            .get_one::<RelocationRow>()
-                    })
-                })
-                .map_err(spi("recording a move"))
-                .or_raise()
-                .expect("one row")
-        });
-        rows.push(row);
+        let record = relocation(&rel, &s.to, sql, timing, said.note, &shared);
+        rows.push(store(&record, dry_run));
     }
     if let Some(old) = callers_lock_timeout {
         set_lock_timeout(&old);
     }
     for (ts, moved) in &onto_volatile {
-        warning!(
-            "storlab: durable data moved onto volatile storage: {ts} is on {}, which a reboot empties; {} logged relation(s) went there ({}): after a reboot their files are gone and the database with them",
-            volatile[ts],
-            moved.len(),
-            moved.join(", ")
-        );
+        warning!("{}", batch::volatile_warning(ts, &volatile[ts], moved));
     }
     rows
+}
+
+/// What every row of a call shares.
+struct Shared<'a> {
+    batch_id: Option<i64>,
+    label: Option<&'a str>,
+    undoes: Option<i64>,
+    moved_by: String,
+}
+
+/// A step's relation as the core's decisions read it.
+fn facts(rel: &Rel) -> batch::Facts<'_> {
+    batch::Facts {
+        kind: rel.kind,
+        qualified: &rel.qualified,
+        table: rel.table.as_deref(),
+        bytes: rel.bytes,
+        logged: rel.logged,
+        files_missing: rel.files_missing,
+    }
+}
+
+/// The row of a step to `to`: its statement, its duration, lock wait and
+/// WAL (None in a dry run) and its note.
+fn relocation(
+    rel: &Rel,
+    to: &str,
+    sql: String,
+    (duration, lock_wait, wal): (Option<f64>, Option<f64>, Option<i64>),
+    note: String,
+    shared: &Shared,
+) -> Relocation {
+    let (index_table, index_definition) =
+        if matches!(rel.kind, Kind::Index | Kind::PartitionedIndex) {
+            index_identity(rel.oid)
+        } else {
+            (None, None)
+        };
+    Relocation {
+        batch_id: shared.batch_id,
+        relation: rel.oid.to_u32(),
+        relation_name: rel.qualified.clone(),
+        kind: rel.kind.as_str().to_string(),
+        from_tablespace: rel.tablespace.clone(),
+        to_tablespace: to.to_string(),
+        bytes: (!rel.files_missing).then_some(rel.bytes),
+        duration_s: duration,
+        lock_wait_s: lock_wait,
+        wal_bytes: wal,
+        statement: sql,
+        moved_by: shared.moved_by.clone(),
+        label: shared.label.map(str::to_owned),
+        note: Some(note),
+        system_identifier: system_identifier(),
+        hostname: hostname(),
+        previous_relation: None,
+        undoes_batch: shared.undoes,
+        online: false,
+        writers_blocked_s: None,
+        index_table,
+        index_definition,
+    }
+}
+
+/// A new batch id for the call's rows.
+fn next_batch() -> Option<i64> {
+    as_owner(|| {
+        Spi::connect_mut(|c| {
+            c.update(
+                "SELECT pg_catalog.nextval('storlab.relocation_batches')",
+                None,
+                &[],
+            )?
+            .first()
+            .get_one()
+        })
+        .map_err(spi("starting a batch"))
+        .or_raise()
+    })
+}
+
+/// A step's relation locked and read again (the plan was read without a
+/// lock), with the time its locks took; None, said in a NOTICE, when there
+/// is nothing to move any more.
+fn relock(s: &Step, lock_timeout: Duration) -> Option<(Rel, Duration)> {
+    let waited = lock(&s.rel, lock_timeout);
+    let now = tablespace_now(s.rel.oid)
+        .zip(rels("WHERE c.oid = $1", vec![s.rel.oid.into()]).pop())
+        .map(|(now, mut rel)| {
+            rel.tablespace = now;
+            rel
+        });
+    match batch::relocked(
+        &s.rel.qualified,
+        now.as_ref()
+            .map(|r| (r.qualified.as_str(), r.tablespace.as_str())),
+        &s.to,
+    ) {
+        batch::Relocked::Move => now.map(|rel| (rel, waited)),
+        batch::Relocked::Skip(why) => {
+            notice!("{why}");
+            None
+        }
+    }
+}
+
+/// Runs a step's ALTER under what is left of lock_timeout after `waited`:
+/// its duration, the lock wait and the WAL it wrote.
+fn alter(
+    sql: &str,
+    lock_timeout: Duration,
+    waited: Duration,
+) -> (Option<f64>, Option<f64>, Option<i64>) {
+    // lock_timeout bounds the whole wait, the ALTER's included
+    set_lock_timeout(&batch::lock_timeout_left(lock_timeout, waited));
+    // the WAL this backend wrote for the ALTER (its own counter,
+    // as EXPLAIN (WAL) reads it), not the server's insert
+    // position, which counts every other session's WAL too
+    // SAFETY: a plain read of this backend's own counter.
+    let wal0 = unsafe { pg_sys::pgWalUsage.wal_bytes };
+    let t0 = Instant::now();
+    Spi::run(sql).map_err(spi(sql)).or_raise();
+    let wal1 = unsafe { pg_sys::pgWalUsage.wal_bytes };
+    (
+        Some(t0.elapsed().as_secs_f64()),
+        Some(waited.as_secs_f64()),
+        Some((wal1 - wal0) as i64),
+    )
+}
+
+/// A step's row: stored as the owner, or in a dry run only shaped as
+/// the row (no id or time).
+fn store(record: &Relocation, dry_run: bool) -> RelocationRow {
+    as_owner(|| {
+        let query = if dry_run {
+            // The plan: the same row, not stored (no id or time).
+            Ok(Relocation::row_sql())
+        } else {
+            record::insert_sql(record, &[("moved_at", "pg_catalog.clock_timestamp()")])
+        };
+        query
+            .and_then(|query| {
+                Spi::connect_mut(|c| {
+                    c.update(query.as_str(), None, &[JsonB(record.to_json()).into()])?
+                        .first()
+                        .get_one::<RelocationRow>()
+                })
+            })
+            .map_err(spi("recording a move"))
+            .or_raise()
+            .expect("one row")
+    })
 }
 
 fn set_lock_timeout(value: &str) {
