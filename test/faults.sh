@@ -11,7 +11,7 @@
 #      passes on every index; mid-experiment: the experiment says where it
 #      stopped, the run that was measuring gets an end and an invalid mark,
 #      and keeps them when the experiment is resumed;
-#   2a. a job whose creating transaction stays open 80 s: its worker waits
+#   2a. a job whose creating transaction stays open 72 s: its worker waits
 #      for the COMMIT past the minute it gives a job without a creator, and
 #      the job runs after it (on a second throwaway cluster, beside the
 #      rest: the rest kills and restarts the first one's server);
@@ -107,8 +107,8 @@ unset PGDATABASE
 sql -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
     -c "CALL storlab.wait(storlab.bench_init(scale => 1, tablespace => 'lab_disk', index_tablespace => 'lab_ram'))" >/dev/null
 
-# 2a. a job whose creating transaction stays open 80 s, on the second
-# cluster while the rest runs: 70 s in, its worker still waits (a job
+# 2a. a job whose creating transaction stays open 72 s, on the second
+# cluster while the rest runs: 66 s in, its worker still waits (a job
 # without a creator to ask is given up after a minute); after the COMMIT
 # the job runs, and a CALL storlab.wait at once sees it done. Its TAP lines
 # come at the end.
@@ -118,14 +118,14 @@ late_out=$(mktemp)
 late_sql -d "$LATE_DB" >"$late_out" 2>&1 <<'EOF' &
 BEGIN;
 SELECT storlab.bench_start('select-only', 1, 1, '1 s') AS late \gset
-SELECT pg_sleep(80);
+SELECT pg_sleep(72);
 COMMIT;
 CALL storlab.wait(:late);
 SELECT 'late job: ' || status || coalesce(': ' || error, '') FROM storlab.jobs WHERE id = :late;
 EOF
 late_pid=$!
 late_workers=$(mktemp)
-(sleep 70; late_sql -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'storlab job'" >"$late_workers" 2>&1) &
+(sleep 66; late_sql -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'storlab job'" >"$late_workers" 2>&1) &
 late_check_pid=$!
 
 echo "1..45"
@@ -383,7 +383,7 @@ rm -rf "$ram/storlab_faults_files"
 
 # 2a's results
 wait "$late_check_pid"
-is "$(cat "$late_workers")" 1 "70 s into the creating transaction, the job's worker still waits for it"
+is "$(cat "$late_workers")" 1 "66 s into the creating transaction, the job's worker still waits for it"
 wait "$late_pid"
 is "$(grep '^late job' "$late_out")" "late job: done" "after the COMMIT the job runs, and CALL storlab.wait sees it done"
 rm -f "$late_out" "$late_workers"
