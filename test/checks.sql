@@ -21,9 +21,9 @@ SELECT ok(NOT ok, 'fails as it must: ' || description) FROM storlab.check('lab_r
 -- what the baseline measured (same workloads, metrics, units, tablespace);
 -- the false-alarm rate with the defaults is measured on the lab's disk by
 -- bench/regressions, where such a test belongs.
-SELECT ok(storlab.baseline('tap unchanged', '{lab_ram}', '300 ms', 5) > 0, 'a baseline of lab_ram is taken');
+SELECT ok(storlab.baseline('tap unchanged', '{lab_ram}', '200 ms', 3) > 0, 'a baseline of lab_ram is taken');
 CREATE TEMP TABLE same AS SELECT * FROM storlab.regressions('tap unchanged', max_change_pct => 100,
-                                                            duration => '300 ms', repetitions => 5);
+                                                            duration => '200 ms', repetitions => 3);
 SELECT is((SELECT string_agg(format('%s %s %s: %s -> %s (%s %%, p %s)', tablespace, workload, metric,
                                     round(baseline::numeric, 1), round(now::numeric, 1),
                                     round(change_pct::numeric, 1), round(p_value::numeric, 4)), '; ')
