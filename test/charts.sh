@@ -17,7 +17,7 @@ if ! command -v chromium >/dev/null; then
   exit 0
 fi
 rm -rf "$OUT"
-if ! scripts/charts "$OUT" '100 ms' quick >/dev/null; then
+if ! scripts/charts "$OUT" '50 ms' quick >/dev/null; then
   echo "Bail out! scripts/charts could not measure and draw"
   exit 1
 fi
