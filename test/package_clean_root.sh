@@ -63,9 +63,23 @@ elapsed() { echo "$((SECONDS - $1)) s"; }
 echo "1..7"
 started=$SECONDS
 t=$SECONDS
-if debootstrap --variant=minbase "$SUITE" "$root" "$mirror" >"$root.log" 2>&1; then
+# A bare root does not change from commit to commit: one debootstrap is
+# kept as a tarball (STORLAB_ROOT_CACHE), keyed on the suite, the mirror and
+# debootstrap's version, and made again once a week, so that the packages
+# apt installs into it next are those a new machine would get.
+cache=${STORLAB_ROOT_CACHE:-/var/cache/storlab-ci/roots}
+key=$(echo "$SUITE $mirror $(dpkg-query -W -f='${Version}' debootstrap 2>/dev/null)" | sha256sum | cut -c1-16)
+tarball=$cache/$SUITE-minbase-$key.tar
+mkdir -p "$cache"
+find "$cache" -maxdepth 1 -name "$SUITE-minbase-*.tar" \( ! -name "${tarball##*/}" -o -mtime +6 \) -delete
+if [[ -s $tarball ]] && tar -C "$root" -xpf "$tarball" 2>"$root.log"; then
+  tap ok "debootstrap --variant=minbase $SUITE from $mirror (kept from $(date -r "$tarball" +%F), unpacked in $(elapsed "$t"))"
+  rm -f "$root.log"
+elif { [[ ! -s $tarball ]] || { rm -f "$tarball"; find "$root" -mindepth 1 -delete; }; } &&
+     debootstrap --variant=minbase "$SUITE" "$root" "$mirror" >"$root.log" 2>&1; then
   tap ok "debootstrap --variant=minbase $SUITE from $mirror ($(elapsed "$t"))"
   rm -f "$root.log"
+  tar -C "$root" -cpf "$tarball.part" . && mv "$tarball.part" "$tarball" || rm -f "$tarball.part"
 else
   tap fail "debootstrap --variant=minbase $SUITE from $mirror"; sed 's/^/#   /' "$root.log" | tail -n 20
   rm -f "$root.log"; echo "Bail out! no root to install into"; exit 1
