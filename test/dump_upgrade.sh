@@ -6,7 +6,7 @@
 #      horizon undo_batch respects; the restored rows keep the node that
 #      measured them, while storlab.nodes is not carried: the restore is a
 #      node of its own, minted at its first write;
-#   2. a server on each earlier release (0.1.0 .. 0.10.0; the last one alone
+#   2. a server on each earlier release (0.1.0 .. 0.11.0; the last one alone
 #      with STORLAB_UPGRADE_FROM_LAST=1) with stored results
 #      runs ALTER EXTENSION storlab UPDATE: the rows are intact, and the
 #      extension's objects are exactly a fresh install's, as
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 source scripts/pg-env.sh
 EXT_DIR=$("$PG_BIN/pg_config" --sharedir)/extension
-OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0 0.8.0 0.9.0 0.10.0)
+OLDS=(0.1.0 0.2.0 0.3.0 0.4.0 0.5.0 0.6.0 0.7.0 0.8.0 0.9.0 0.10.0 0.11.0)
 # every old release's install script is at hand (parts 3 and 4 install
 # 0.4.0 and 0.7.0); the updates of part 2 run from the last release alone
 # with STORLAB_UPGRADE_FROM_LAST=1 (make test on the majors other than the
