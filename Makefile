@@ -90,7 +90,8 @@ bench: deps install lab
 	bench/upgrade_scale --source storlab_scale_small --drop-source
 	bench/fleet_scale
 
-# Release build, the storage-bound studies lab, then the five classic
+# Release build, the storage-bound studies lab, whether its drives behave as
+# disks (bench/lab_drives, about 5 minutes), then the five classic
 # studies (studies/, about 80 minutes), the power of an experiment there:
 # A/A and A/B experiments, five of each (bench/power, about 50 minutes), and
 # whether regressions() catches barriers switched on under a baseline taken
@@ -98,6 +99,7 @@ bench: deps install lab
 # against fixed experiments on a known A/B and an A/A pair (bench/sequential);
 # `make study NAME=raid_iops` runs one study.
 studies: deps install lab-studies
+	bench/lab_drives
 	scripts/studies
 	bench/power
 	bench/regressions barriers

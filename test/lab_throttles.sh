@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The studies lab's limits stay within the lab (TAP output, run by
 # scripts/test with prove): a throwaway studies lab of its own
-# (STORLAB_THROTTLE_LAB_DIR, STORLAB_THROTTLE_LAB_PORT) sets blkio throttle
-# rules only on its own loop and zram devices, refuses the machine's disks
-# and devices it did not make, makes its memory cgroup under the cgroup it
-# was started from, and removes every rule and the cgroup at stop, also
-# after its server was killed. Root only: skipped otherwise.
+# (STORLAB_THROTTLE_LAB_DIR, STORLAB_THROTTLE_LAB_PORT) puts its volumes on
+# drives (a qemu-storage-daemon each, one budget, loop devices on its FUSE
+# exports, one request in flight per export), sets blkio throttle rules only
+# on its own loop and zram devices, refuses the machine's disks and devices
+# it did not make, makes its memory cgroup under the cgroup it was started
+# from, and at stop removes every daemon, FUSE export, loop device, rule and
+# the cgroup, also after its server and a drive's daemon were killed.
+# Root only: skipped otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -28,8 +31,42 @@ fi
 trap 'scripts/lab stop >/dev/null 2>&1' EXIT
 rules() { cat "$BLKIO"/blkio.throttle.{read,write}_iops_device | cut -d' ' -f1 | sort -u; }
 
-echo "1..9"
+echo "1..14"
 scripts/lab start --studies >/dev/null 2>&1 || { echo "Bail out! could not start a studies lab in $STORLAB_LAB_DIR"; exit 1; }
+drives=$STORLAB_LAB_DIR/drives
+daemons() { pgrep -f -- "qemu-storage-daemon .*$drives/" | sort; }
+fuse_mounts() { awk -v d="$drives/" '$3 == "fuse" && index($2, d) == 1' /proc/mounts; }
+lab_loops() { losetup -n -O NAME,BACK-FILE | awk -v d="$STORLAB_LAB_DIR/" 'index($2, d) == 1 { print $1 }'; }
+qmp() {  # qmp DRIVE: the drive's budget as its daemon holds it, "IOPS BPS"
+  python3 - "$drives/$1.qmp" <<'PY'
+import json, socket, sys
+f = socket.socket(socket.AF_UNIX); f.connect(sys.argv[1]); f = f.makefile("rw")
+def cmd(c, **a):
+    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r: return r.get("return")
+f.readline(); cmd("qmp_capabilities")
+l = cmd("qom-get", path="/objects/budget", property="limits")
+print(l.get("iops-total"), l.get("bps-total"))
+PY
+}
+
+# every volume of the lab but lab_ssd (and lab_zram, a zram device) is on
+# drives: loop devices with direct I/O on the FUSE exports of this lab's
+# daemons, each export's connection one request at a time
+vols=$(ls "$STORLAB_LAB_DIR/devices")
+bad=$(for v in $vols; do
+  [[ $v == ssd ]] && continue
+  while read -r dev; do
+    back=$(losetup -n -O BACK-FILE "$dev" | sed 's/ *$//'); dio=$(losetup -n -O DIO "$dev" | tr -d ' ')
+    mm=$(mountpoint -d "$back" 2>/dev/null)
+    [[ $back == "$drives/"* && $dio == 1 && $(cat "/sys/fs/fuse/connections/${mm#*:}/max_background" 2>/dev/null) == 1 ]] \
+      || echo "lab_$v:$dev($back dio=$dio)"
+  done <"$STORLAB_LAB_DIR/devices/$v"
+done)
+is "${bad:-none}" none "each of the $(echo "$vols" | wc -w) volumes but lab_ssd is on loop devices with direct I/O over a drive's FUSE export, one request in flight"
+is "$(daemons | wc -l)" "$(ls "$drives"/*.pid | wc -l)" "one qemu-storage-daemon per drive ($(ls "$drives"/*.pid | wc -l))"
 
 # every device of the lab has its rule, and no rule anywhere is on a device
 # that is neither a loop nor a zram device (other labs may run beside this
@@ -66,17 +103,20 @@ is "$(dirname "$cg")" "/sys/fs/cgroup/memory${own_cg%/}" "the memory cgroup is a
 pid=$(head -1 "$STORLAB_LAB_DIR/data/postmaster.pid")
 grep -qxF "$pid" "$cg/cgroup.procs" && tap ok "and the server runs in it" || tap fail "and the server runs in it"
 
-scripts/lab throttle lab_ext4_slow 50 50 >/dev/null
-dev=$(losetup -j "$STORLAB_LAB_DIR"/images/ext4_slow.0.img -O NAME -n)
-limit=$(awk -v d="$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')" '$1 == d { print $2 }' $BLKIO/blkio.throttle.write_iops_device)
+scripts/lab budget lab_ext4_slow 50 40 >/dev/null
 said=$("$PG_BIN/psql" -X -At -h "$STORLAB_LAB_DIR/sock" -p "$STORLAB_LAB_PORT" -U postgres -d storlab_lab \
          -c "SELECT shobj_description(oid, 'pg_tablespace') FROM pg_tablespace WHERE spcname = 'lab_ext4_slow'")
-is "$limit:${said%%;*}" "50:device class: set by scripts/lab throttle to 50 random read and 50 write IOPS per device (blkio throttle)" \
-  "scripts/lab throttle changes a tablespace's limits, and its comment says so"
+is "$(qmp ext4_slow.0):${said%%;*}" "50 41943040:device class: set by scripts/lab budget to 50 I/Os and 40 MB a second per drive, reads and writes from one budget" \
+  "scripts/lab budget changes a drive's one budget in its daemon, and the tablespace's comment says so"
+out=$(scripts/lab throttle lab_ext4_slow 50 50 2>&1)
+echo "$out" | grep -q "is on drives" && tap ok "scripts/lab throttle refuses a volume on drives, naming budget" || tap fail "throttle on a drive volume: $out"
 
-# a crashed lab: its server killed, then stopped
-kill -KILL "$pid"
+# a crashed lab: its server and one drive's daemon killed, then stopped
+loops_before=$(lab_loops | wc -l)
+kill -KILL "$pid" "$(cat "$drives/ext4.0.pid")"
 sleep 1
 scripts/lab stop >/dev/null 2>&1
-is "$(comm -12 <(echo "$own") <(rules) | tr '\n' ' ')" "" "stop removes every rule the lab set, after its server was killed"
+is "$(comm -12 <(echo "$own") <(rules) | tr '\n' ' ')" "" "stop removes every rule the lab set, after its server and a drive's daemon were killed"
 [[ ! -d $cg ]] && tap ok "and its memory cgroup" || tap fail "and its memory cgroup ($cg is still there)"
+is "$(daemons | wc -l)/$(fuse_mounts | wc -l)" "0/0" "and every drive's daemon and FUSE export"
+is "$(lab_loops | wc -l)" 0 "and every loop device ($loops_before before)"
