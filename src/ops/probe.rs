@@ -438,6 +438,7 @@ pub fn spec_for(target: &Target, a: &ProbeArgs, direct: bool) -> ProbeSpec {
         sync: a.sync,
         writes_per_sync: 1,
         rewind: false,
+        sync_every: None,
         iodepth: a.iodepth,
         engine: a.engine,
         precision_pct: a.precision_pct,
