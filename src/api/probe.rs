@@ -45,6 +45,7 @@ fn probe(
         iodepth: required(iodepth, "iodepth") as i64,
         engine: engine.as_deref(),
         precision_pct: precision_pct.map(f64::from),
+        sync_every: None,
     };
     let args = request::check(&raw, max_probe_duration()).or_raise();
     let target = resolve(tablespace.as_str()).or_raise();

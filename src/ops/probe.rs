@@ -386,6 +386,8 @@ pub fn measure(
         iops_ci95_pct: result.iops_ci95_pct,
         measured_by: Some(super::identity::caller()),
         suite_call: call.map(str::to_owned),
+        sync_every: spec.sync_every.map(|n| n as i32),
+        sync_s: spec.sync_every.map(|_| result.sync_time.as_secs_f64()),
     };
     if standby::in_recovery() {
         return Ok(standby::keep_unstored(&probe));
@@ -438,7 +440,7 @@ pub fn spec_for(target: &Target, a: &ProbeArgs, direct: bool) -> ProbeSpec {
         sync: a.sync,
         writes_per_sync: 1,
         rewind: false,
-        sync_every: None,
+        sync_every: a.sync_every,
         iodepth: a.iodepth,
         engine: a.engine,
         precision_pct: a.precision_pct,
