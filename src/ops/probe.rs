@@ -406,6 +406,40 @@ pub fn measure(
 
 pub type ProbeRow = PgHeapTuple<'static, AllocatedByRust>;
 
+/// Whether storlab.probes records sync_every: before ALTER EXTENSION
+/// UPDATE to 0.12.0 it has no such column, and holds no such probe.
+fn probes_record_sync_every() -> bool {
+    super::record::table_columns("storlab.probes")
+        .map_err(spi("reading storlab.probes' columns"))
+        .or_raise()
+        .iter()
+        .any(|c| c == "sync_every")
+}
+
+/// A condition on storlab.probes (columns prefixed with `alias`, "" or
+/// "p.") that keeps only the probes without sync_every: each op a commit
+/// as sync_method says, as every suite's probe is. A reader that pools or
+/// compares probe() rows with those takes it, so that a probe synced every
+/// N writes (or once at the end) never stands in for one.
+pub fn without_sync_every(alias: &str) -> String {
+    if probes_record_sync_every() {
+        format!("{alias}sync_every IS NULL")
+    } else {
+        "true".into()
+    }
+}
+
+/// A probe's sync_every as text, 'NULL' where it has none, as SQL on
+/// storlab.probes (columns prefixed with `alias`): for telling probes
+/// apart where a NULL would not be compared.
+pub fn sync_every_text(alias: &str) -> String {
+    if probes_record_sync_every() {
+        format!("coalesce({alias}sync_every::pg_catalog.text, 'NULL')")
+    } else {
+        "'NULL'".into()
+    }
+}
+
 /// The probes `ids`, in the order measured, as values of the table's row
 /// type (on a standby, this session's unstored ones).
 pub fn fetch_rows(ids: &[i64]) -> Vec<ProbeRow> {
