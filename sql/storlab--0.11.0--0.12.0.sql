@@ -1,2 +1,78 @@
 -- storlab 0.11.0 -> 0.12.0
 \echo Use "ALTER EXTENSION storlab UPDATE TO '0.12.0'" to load this file. \quit
+
+------------------------------------------------------------------------
+-- probe() takes sync_every: random or sequential writes synced every N
+-- writes of each worker and after its last, or (0) once after its last,
+-- as iozone -e measures buffered writes with the flush inside the time.
+-- Such a probe is another measurement than one whose every write is a
+-- commit, so its rows carry sync_every (and the time spent syncing,
+-- sync_s) at the end of storlab.probes, of the fleet's copies (a collector
+-- must tell them apart too) and of own_probes, as a fresh install has them
+-- (sql/catalog/sync_every.sql); the suites never set it, which the
+-- constraint keeps true for every reader of their probes.
+ALTER TABLE storlab.probes
+  ADD COLUMN sync_every integer CHECK (sync_every >= 0),  -- NULL: every write a commit as sync_method says (and before 0.12.0)
+  ADD COLUMN sync_s     float8  CHECK (sync_s >= 0),      -- with sync_every: seconds in those syncs, summed over the workers
+  ADD CONSTRAINT probes_sync_every_probe_only CHECK (sync_every IS NULL OR suite IS NULL);
+COMMENT ON COLUMN storlab.probes.sync_every IS 'probe()''s sync_every: each op is one write, and each worker calls sync_method (fsync or fdatasync) after every sync_every-th write and after its last write (0: only after its last, as iozone -e); ops, iops and mib_s count the writes over a time that holds the syncs, the histogram holds the writes. NULL: each op is a commit as sync_method says (every probe before 0.12.0)';
+COMMENT ON COLUMN storlab.probes.sync_s IS 'With sync_every: the seconds the workers spent in those syncs, summed over the workers (with one worker, the part of duration_s spent syncing). NULL without sync_every, whose syncs are inside each op''s latency';
+ALTER TABLE storlab.fleet_probes
+  ADD COLUMN sync_every integer,
+  ADD COLUMN sync_s     float8;
+
+CREATE OR REPLACE VIEW storlab.own_probes WITH (security_barrier) AS
+SELECT p.id, p.tablespace, p.location, p.workload, p.block_size, p.workers, p.direct, p.sync_method,
+       p.writes_per_sync, p.file_size, p.duration_s, p.ops, p.bytes, p.iops, p.mib_s, p.lat_mean_us,
+       p.lat_p50_us, p.lat_p90_us, p.lat_p99_us, p.lat_p999_us, p.lat_max_us, p.histogram, p.label,
+       p.system_identifier, p.hostname, p.started_at, p.suite, p.iodepth, p.engine, p.precision_pct,
+       p.iops_ci95_pct, p.io_method, p.effective_io_concurrency, p.node_id, p.measured_by, p.suite_call,
+       p.sync_every, p.sync_s
+  FROM storlab.probes p
+ WHERE p.measured_by OPERATOR(pg_catalog.=) ANY (ARRAY(
+         SELECT r.rolname FROM pg_catalog.pg_roles r WHERE pg_catalog.pg_has_role(r.oid, 'USAGE')));
+
+-- probe() with sync_every as its last argument: made anew (a C symbol of
+-- its own, probe_sync_every_wrapper; 0.11.0's probe_wrapper stays in the
+-- library for an install not updated yet), and whatever EXECUTE a DBA
+-- granted on the old one is granted on the new one.
+ALTER FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real) RENAME TO probe_0_11;
+CREATE FUNCTION storlab."probe"(
+	"tablespace" name, /* Option < Name > */
+	"workload" TEXT DEFAULT 'randread', /* Option < String > */
+	"block_size" INT DEFAULT 8192, /* Option < i32 > */
+	"duration" interval DEFAULT '5 seconds', /* Option < Interval > */
+	"workers" INT DEFAULT 1, /* Option < i32 > */
+	"file_size" bigint DEFAULT 268435456, /* Option < i64 > */
+	"direct" bool DEFAULT true, /* Option < bool > */
+	"sync_method" TEXT DEFAULT NULL, /* Option < String > */
+	"label" TEXT DEFAULT NULL, /* Option < String > */
+	"iodepth" INT DEFAULT 1, /* Option < i32 > */
+	"engine" TEXT DEFAULT NULL, /* Option < String > */
+	"precision_pct" real DEFAULT NULL, /* Option < f32 > */
+	"sync_every" INT DEFAULT NULL /* Option < i32 > */
+) RETURNS storlab.probes /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
+> */
+VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'probe_sync_every_wrapper';
+REVOKE ALL ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real, integer) FROM PUBLIC;
+
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN
+        SELECT a.grantee, a.is_grantable
+          FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid = 'storlab.probe_0_11(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real)'::pg_catalog.regprocedure
+           AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real, integer) TO %s%s',
+            CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.grantee::regrole::text) END,
+            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+DROP FUNCTION storlab.probe_0_11(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real);

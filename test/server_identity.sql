@@ -67,7 +67,7 @@ SELECT ok((SELECT system_identifier FROM pg_control_system()) IN (SELECT system_
 -- as a role with the grant to probe but no right to the list
 CREATE ROLE tap_si_prober;
 GRANT CREATE ON TABLESPACE lab_ram TO tap_si_prober;
-GRANT EXECUTE ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real) TO tap_si_prober;
+GRANT EXECUTE ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real, integer) TO tap_si_prober;
 DELETE FROM storlab.server_identities WHERE system_identifier = (SELECT system_identifier FROM pg_control_system());
 SET LOCAL ROLE tap_si_prober;
 SELECT (storlab.probe('lab_ram', 'randread', duration => '50 ms', file_size => 1048576, direct => false)).id > 0 AS probed;

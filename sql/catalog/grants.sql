@@ -11,7 +11,7 @@ GRANT EXECUTE ON FUNCTION storlab.tablespaces() TO pg_monitor;
 
 -- Probes write scratch files: superusers only, unless a DBA grants them
 -- (EXECUTE on the functions plus INSERT, SELECT on storlab.probes).
-REVOKE ALL ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real) FROM PUBLIC;
+REVOKE ALL ON FUNCTION storlab.probe(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.fsync_cost(name, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.profile(name, interval, integer[], integer[], real, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION storlab.compare_tablespaces(interval, interval, real, integer, integer, boolean) FROM PUBLIC;

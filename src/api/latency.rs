@@ -9,6 +9,7 @@ use pgrx::datum::JsonB;
 use pgrx::prelude::*;
 
 use crate::ops::error::{invalid, required_elements, spi, Error, OrRaise, Raise, SqlState};
+use crate::ops::probe::sync_every_text;
 use crate::ops::standby;
 use storlab_core::report::latency::{self, Conditions, Merged};
 
@@ -89,9 +90,11 @@ fn histograms(
 
 /// What a probe was measured with: where (tablespace, its folder, the
 /// host), what (workload, block size, sync method and writes per sync,
-/// whether writes were rewound as fsync_cost's are, a read path's
+/// sync_every (NULL compared too: a probe whose every write is synced is
+/// not one synced every N writes, whose histogram holds the writes
+/// alone), whether writes were rewound as fsync_cost's are, a read path's
 /// io_method and effective_io_concurrency) and how (workers, queue depth,
-/// engine, O_DIRECT).
+/// engine, O_DIRECT). `{sync_every}`: `ops::probe::sync_every_text`.
 const PROBE_CONDITIONS: &str = "SELECT p.id, pg_catalog.jsonb_build_array(
         pg_catalog.jsonb_build_array('tablespace', p.tablespace), pg_catalog.jsonb_build_array('location', p.location),
         pg_catalog.jsonb_build_array('hostname', p.hostname), pg_catalog.jsonb_build_array('workload', p.workload),
@@ -99,6 +102,7 @@ const PROBE_CONDITIONS: &str = "SELECT p.id, pg_catalog.jsonb_build_array(
         pg_catalog.jsonb_build_array('iodepth', p.iodepth), pg_catalog.jsonb_build_array('engine', p.engine),
         pg_catalog.jsonb_build_array('direct', p.direct), pg_catalog.jsonb_build_array('sync_method', p.sync_method),
         pg_catalog.jsonb_build_array('writes_per_sync', p.writes_per_sync),
+        pg_catalog.jsonb_build_array('sync_every', {sync_every}),
         pg_catalog.jsonb_build_array('writes rewound (fsync_cost)', p.suite IS NOT DISTINCT FROM 'fsync_cost'),
         pg_catalog.jsonb_build_array('io_method', p.io_method),
         pg_catalog.jsonb_build_array('effective_io_concurrency', p.effective_io_concurrency))
@@ -164,7 +168,9 @@ fn probe_latency(
         &probes,
         "probe",
         "probe_latency",
-        &PROBE_CONDITIONS.replace("{probes}", &probes),
+        &PROBE_CONDITIONS
+            .replace("{probes}", &probes)
+            .replace("{sync_every}", &sync_every_text("p.")),
         &ids,
     );
     TableIterator::new(rows(

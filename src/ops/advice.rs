@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 use super::error::{spi, OrRaise};
 use super::pgbench::pgbench_schema;
+use super::probe::without_sync_every;
 use super::read;
 use super::read_path::{aio_settings, server_version_num};
 use super::report::experiment_report;
@@ -165,7 +166,17 @@ fn newest_figures() -> ByTablespace {
             add_sweeps(c, *basis, sweep, &mut out)?;
         }
         // every probe of one worker at depth 1, direct, at the standard
-        // suite's block size (the suite's own and probe()'s alike), newest first
+        // suite's block size (the suite's own and probe()'s alike, but a
+        // probe() synced every N writes or once at the end: another
+        // measurement), newest first
+        let filter = format!(
+            // the predicate of the index probes_newest_direct, and sync_every
+            "ops > 0 AND workers = 1 AND iodepth = 1 AND direct
+             AND ((workload = 'randread' AND block_size = 8192)
+                  OR (workload IN ('seqread', 'seqwrite') AND block_size = 131072))
+             AND {}",
+            without_sync_every("")
+        );
         let repeats = c.select(
             &format!(
                 "SELECT tablespace::text, workload, id, coalesce(lat_mean_us, 0), coalesce(lat_p50_us, 0),
@@ -174,10 +185,7 @@ fn newest_figures() -> ByTablespace {
                 NewestPerGroup {
                     table: "storlab.probes",
                     groups: &["tablespace", "workload"],
-                    // the predicate of the index probes_newest_direct
-                    filter: "ops > 0 AND workers = 1 AND iodepth = 1 AND direct
-                             AND ((workload = 'randread' AND block_size = 8192)
-                                  OR (workload IN ('seqread', 'seqwrite') AND block_size = 131072))",
+                    filter: &filter,
                     newest_first: "started_at DESC, id DESC",
                     per_group: "$1",
                 }

@@ -180,6 +180,7 @@ fn suite_spec(
         sync: item.sync,
         writes_per_sync: 1,
         rewind: false,
+        sync_every: None,
         iodepth: item.iodepth,
         engine: item.engine(),
         precision_pct,

@@ -37,8 +37,14 @@ pub struct ProbeResult {
     /// Things the user should know to read the numbers right.
     pub notices: Vec<String>,
     /// Half-width of the 95 % confidence interval of the mean IOPS over
-    /// the run's 100 ms samples, in percent; None below two samples.
+    /// the run's 100 ms samples, in percent; None below two samples, and
+    /// for sync_every 0, whose one sync per worker comes after the samples.
     pub iops_ci95_pct: Option<f64>,
+    /// sync_every: the syncs made apart from the ops, all workers', and
+    /// the time they took, summed over the workers (inside `elapsed`:
+    /// a worker's syncs are part of its run). Zero otherwise.
+    pub syncs: u64,
+    pub sync_time: Duration,
 }
 
 impl ProbeResult {
@@ -114,6 +120,12 @@ pub fn run_probe(spec: &ProbeSpec, caller: &mut dyn Caller) -> Result<ProbeResul
         ));
     }
     let timed = run_timed_phase(spec, &scratch, caller)?;
+    // samples count writes while they are made: with sync_every 0 the
+    // figure is those writes and the syncs after them, which no sample saw
+    let iops_ci95_pct = match spec.sync_every {
+        Some(0) => None,
+        _ => timed.iops_ci95_pct,
+    };
     Ok(ProbeResult {
         ops: timed.ops,
         bytes: timed.bytes,
@@ -121,7 +133,9 @@ pub fn run_probe(spec: &ProbeSpec, caller: &mut dyn Caller) -> Result<ProbeResul
         histogram: timed.histogram,
         direct: scratch.direct(),
         notices,
-        iops_ci95_pct: timed.iops_ci95_pct,
+        iops_ci95_pct,
+        syncs: timed.syncs,
+        sync_time: timed.sync_time,
     })
     // `scratch` is dropped here, and on every `?` above: the file is gone.
 }
@@ -132,12 +146,17 @@ struct TimedPhase {
     elapsed: Duration,
     histogram: Histogram,
     iops_ci95_pct: Option<f64>,
+    syncs: u64,
+    sync_time: Duration,
 }
 
 /// State the calling thread shares with the workers.
 struct Shared {
     /// Set by the caller at the end (or cancel), or by a worker that failed.
     stop: AtomicBool,
+    /// Set before `stop` when the figures will not be used (cancel, unwind,
+    /// a failed worker): a sync_every worker skips its last sync.
+    abandon: AtomicBool,
     gate: StartGate,
     /// Each worker's published progress, by index.
     progress: Vec<Progress>,
@@ -150,6 +169,7 @@ impl Shared {
     fn new(workers: usize) -> Shared {
         Shared {
             stop: AtomicBool::new(false),
+            abandon: AtomicBool::new(false),
             gate: StartGate::new(),
             progress: (0..workers).map(|_| Progress::default()).collect(),
             epoch: AtomicU64::new(0),
@@ -176,6 +196,7 @@ struct StopOnDrop<'a>(&'a Shared);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
+        self.0.abandon.store(true, Ordering::SeqCst);
         self.0.stop.store(true, Ordering::SeqCst);
         self.0.gate.open();
     }
@@ -206,6 +227,7 @@ fn run_timed_phase(
                 .spawn_scoped(scope, move || {
                     worker.run(
                         &shared.stop,
+                        &shared.abandon,
                         &shared.gate,
                         &shared.progress[index],
                         &shared.epoch,
@@ -214,6 +236,7 @@ fn run_timed_phase(
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
                     spawn_error = Some(ProbeError::io("starting a probe worker thread", e));
+                    shared.abandon.store(true, Ordering::SeqCst);
                     shared.stop.store(true, Ordering::SeqCst);
                     break;
                 }
@@ -226,6 +249,9 @@ fn run_timed_phase(
         shared.gate.open();
         let mut sampler = Sampler::new(spec.precision_pct);
         let cancelled = wait_until_done(start, spec.duration, &shared, &mut sampler, caller);
+        if cancelled {
+            shared.abandon.store(true, Ordering::SeqCst);
+        }
         shared.stop.store(true, Ordering::SeqCst);
 
         let mut outcome = TimedPhase {
@@ -234,6 +260,8 @@ fn run_timed_phase(
             elapsed: Duration::ZERO,
             histogram: Histogram::new(),
             iops_ci95_pct: sampler.ci95_pct(),
+            syncs: 0,
+            sync_time: Duration::ZERO,
         };
         let mut first_error = spawn_error;
         for (index, handle) in handles.into_iter().enumerate() {
@@ -242,6 +270,8 @@ fn run_timed_phase(
                     outcome.ops += done.ops;
                     outcome.bytes = outcome.bytes.saturating_add(done.bytes);
                     outcome.histogram.merge(&done.histogram);
+                    outcome.syncs += done.syncs;
+                    outcome.sync_time += done.sync_time;
                     if first_error.is_none() {
                         first_error = done.error;
                     }
@@ -524,6 +554,124 @@ mod tests {
         assert!(dir.entries().is_empty());
     }
 
+    /// A buffered randwrite probe with sync_every, one worker.
+    fn synced_every(dir: &Path, n: u32) -> ProbeSpec {
+        ProbeSpec {
+            sync: SyncMethod::Fsync,
+            sync_every: Some(n),
+            direct: false,
+            ..quick(dir, Workload::Randwrite)
+        }
+    }
+
+    #[test]
+    fn sync_every_0_syncs_once_after_the_writes_and_counts_it_in_the_time() {
+        let dir = TestDir::new_on_disk("engine-sync-end");
+        let spec = synced_every(dir.path(), 0);
+        let r = run_probe(&spec, &mut never()).unwrap();
+        // every op is one write, timed alone
+        assert!(r.ops > 0);
+        assert_eq!(r.bytes, r.ops * 8192);
+        assert_eq!(r.histogram.count(), r.ops);
+        // one sync, after the duration's writes, inside the elapsed time
+        assert_eq!(r.syncs, 1);
+        assert!(r.sync_time > Duration::ZERO);
+        assert!(
+            r.elapsed >= spec.duration + r.sync_time,
+            "{:?} < {:?} + {:?}",
+            r.elapsed,
+            spec.duration,
+            r.sync_time
+        );
+        // so the rates are the writes over the writes' and the sync's time
+        assert!((r.iops() - r.ops as f64 / r.elapsed.as_secs_f64()).abs() < 1e-6);
+        assert_eq!(
+            r.iops_ci95_pct, None,
+            "samples of the writes say nothing of the sync after them"
+        );
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn sync_every_n_syncs_after_every_nth_write_and_after_the_last() {
+        let dir = TestDir::new_on_disk("engine-sync-n");
+        for n in [1, 4] {
+            let r = run_probe(&synced_every(dir.path(), n), &mut never()).unwrap();
+            assert!(r.ops > 0, "{n}");
+            assert_eq!(r.histogram.count(), r.ops, "{n}");
+            assert_eq!(r.syncs, r.ops.div_ceil(u64::from(n)), "sync_every {n}");
+        }
+        // without sync_every the syncs are inside the ops, not apart
+        let per_op = ProbeSpec {
+            sync_every: None,
+            ..synced_every(dir.path(), 0)
+        };
+        let r = run_probe(&per_op, &mut never()).unwrap();
+        assert_eq!((r.syncs, r.sync_time), (0, Duration::ZERO));
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn sync_every_of_several_workers_syncs_once_each() {
+        let dir = TestDir::new_on_disk("engine-sync-workers");
+        let spec = ProbeSpec {
+            workers: 3,
+            ..synced_every(dir.path(), 0)
+        };
+        let r = run_probe(&spec, &mut never()).unwrap();
+        assert_eq!(r.syncs, 3);
+        assert_eq!(r.histogram.count(), r.ops);
+        assert!(dir.entries().is_empty());
+    }
+
+    #[test]
+    fn sync_every_is_refused_where_it_means_nothing() {
+        let dir = TestDir::new_on_disk("engine-sync-invalid");
+        let base = synced_every(dir.path(), 0);
+        let with = |f: &dyn Fn(&mut ProbeSpec)| {
+            let mut s = base.clone();
+            f(&mut s);
+            s
+        };
+        assert_invalid(
+            &with(&|s| {
+                s.workload = Workload::Randread;
+                s.sync = SyncMethod::None;
+            }),
+            "randwrite and seqwrite only",
+        );
+        assert_invalid(&with(&|s| s.workload = Workload::Wal), "not wal");
+        assert_invalid(
+            &with(&|s| s.sync = SyncMethod::None),
+            "not sync method none",
+        );
+        assert_invalid(
+            &with(&|s| s.sync = SyncMethod::OpenDatasync),
+            "fsync or fdatasync",
+        );
+        assert_invalid(&with(&|s| s.writes_per_sync = 2), "single writes");
+        assert_invalid(
+            &with(&|s| {
+                s.engine = IoEngine::IoUring;
+            }),
+            "runs on psync",
+        );
+        assert_invalid(&with(&|s| s.precision_pct = Some(5.0)), "no precision");
+        with(&|s| {
+            s.sync_every = Some(8);
+            s.precision_pct = Some(5.0);
+        })
+        .validate()
+        .unwrap();
+        with(&|s| {
+            s.workload = Workload::Seqwrite;
+            s.sync = SyncMethod::Fdatasync;
+        })
+        .validate()
+        .unwrap();
+        assert!(dir.entries().is_empty());
+    }
+
     #[test]
     fn four_workers_all_contribute() {
         let Some(dir) = TestDir::new_on_shm("engine-4w") else {
@@ -565,6 +713,7 @@ mod tests {
                     s.spawn(move || {
                         w.run(
                             &shared.stop,
+                            &shared.abandon,
                             &shared.gate,
                             &shared.progress[i],
                             &shared.epoch,

@@ -44,6 +44,13 @@ pub struct ProbeSpec {
     /// Every commit starts again at the worker's region start, as
     /// pg_test_fsync does; only for seqwrite and wal.
     pub rewind: bool,
+    /// None: every op of a write workload is a commit (`writes_per_sync`
+    /// writes, then `sync`). Some(n): every op is one write, and each
+    /// worker calls `sync` (fsync or fdatasync) after every n-th write of
+    /// its own and after its last one (n = 0: only after its last one, as
+    /// iozone -e flushes once at the end), timed apart from the writes and
+    /// inside the probe's elapsed time. randwrite and seqwrite only.
+    pub sync_every: Option<u32>,
     /// Requests each worker keeps in flight (1..=MAX_IODEPTH); above 1
     /// only with the io_uring engine.
     pub iodepth: u32,
@@ -69,6 +76,7 @@ impl ProbeSpec {
             sync: workload.default_sync(),
             writes_per_sync: 1,
             rewind: false,
+            sync_every: None,
             iodepth: 1,
             engine: IoEngine::Psync,
             precision_pct: None,
@@ -132,6 +140,37 @@ impl ProbeSpec {
             return bad(format!(
                 "rewind applies to sequential write workloads (seqwrite, wal) only, not {w}"
             ));
+        }
+        if let Some(n) = self.sync_every {
+            if !matches!(w, Workload::Randwrite | Workload::Seqwrite) {
+                return bad(format!(
+                    "sync_every applies to randwrite and seqwrite only, not {w}"
+                ));
+            }
+            if !matches!(self.sync, SyncMethod::Fsync | SyncMethod::Fdatasync) {
+                return bad(format!(
+                    "sync_every {n} needs a sync call after the writes (fsync or fdatasync), not sync method {}",
+                    self.sync
+                ));
+            }
+            if self.writes_per_sync != 1 || self.rewind {
+                return bad(
+                    "sync_every counts single writes: writes_per_sync must be 1 and rewind off"
+                        .into(),
+                );
+            }
+            if self.engine != IoEngine::Psync {
+                return bad(
+                    "sync_every runs on psync: a sync waits for the writes before it".into(),
+                );
+            }
+            if n == 0 && self.precision_pct.is_some() {
+                return bad(
+                    "sync_every 0 syncs once, after the last write, which no throughput sample \
+                     sees: it runs for its whole duration (no precision)"
+                        .into(),
+                );
+            }
         }
         if !(1..=MAX_IODEPTH).contains(&self.iodepth) {
             return bad(format!(

@@ -49,6 +49,14 @@ pub(crate) struct Worker<'a> {
     workload: Workload,
     sync: SyncMethod,
     writes_per_sync: u32,
+    /// Some(n): one write per op, `sync` after every n-th (0: none but
+    /// the last) and after the last write (see `ProbeSpec::sync_every`).
+    sync_every: Option<u32>,
+    /// Writes since the last sync (sync_every only).
+    unsynced: u64,
+    /// Syncs made apart from the ops (sync_every) and the time in them.
+    syncs: u64,
+    sync_time: Duration,
     block_size: u64,
     rng: fastrand::Rng,
     pattern: Pattern,
@@ -65,6 +73,9 @@ pub(crate) struct WorkerDone {
     pub(crate) ops: u64,
     pub(crate) bytes: u64,
     pub(crate) histogram: Histogram,
+    /// Syncs made apart from the ops (sync_every), and the time they took.
+    pub(crate) syncs: u64,
+    pub(crate) sync_time: Duration,
     pub(crate) error: Option<ProbeError>,
 }
 
@@ -120,6 +131,10 @@ impl<'a> Worker<'a> {
             workload: spec.workload,
             sync: spec.sync,
             writes_per_sync: spec.writes_per_sync,
+            sync_every: spec.sync_every,
+            unsynced: 0,
+            syncs: 0,
+            sync_time: Duration::ZERO,
             block_size,
             tag: rng.u64(..),
             rng,
@@ -130,11 +145,14 @@ impl<'a> Worker<'a> {
     }
 
     /// Waits at the gate, then does ops until `stop` is raised or an op
-    /// fails (which raises `stop` for everyone). Progress is published for
-    /// the calling thread's samples (see `progress`).
+    /// fails (which raises `stop` and `abandon` for everyone). Progress is
+    /// published for the calling thread's samples (see `progress`).
+    /// `abandon` says the figures will not be used (a cancel, a failed
+    /// worker): a sync_every worker then skips its last sync.
     pub(crate) fn run(
         mut self,
         stop: &AtomicBool,
+        abandon: &AtomicBool,
         gate: &StartGate,
         progress: &Progress,
         epoch: &AtomicU64,
@@ -142,11 +160,17 @@ impl<'a> Worker<'a> {
         let mut tally = Tally::new(progress, epoch);
         gate.arrive_and_wait();
         let error = match self.io.take() {
-            Some(Io::Psync(mut buf)) => self.run_psync(&mut buf, stop, &mut tally),
+            Some(Io::Psync(mut buf)) => match self.sync_every {
+                Some(n) if self.workload.is_write() => {
+                    self.run_synced_every(n, &mut buf, stop, abandon, &mut tally)
+                }
+                _ => self.run_psync(&mut buf, stop, &mut tally),
+            },
             Some(Io::Queued(mut ring)) => self.run_queued(&mut ring, stop, &mut tally),
             None => unreachable!("a worker runs once"),
         };
         if error.is_some() {
+            abandon.store(true, Ordering::SeqCst);
             stop.store(true, Ordering::SeqCst);
         }
         let (ops, bytes, histogram) = tally.finish();
@@ -154,6 +178,8 @@ impl<'a> Worker<'a> {
             ops,
             bytes,
             histogram,
+            syncs: self.syncs,
+            sync_time: self.sync_time,
             error,
         }
     }
@@ -189,6 +215,43 @@ impl<'a> Worker<'a> {
                     tally.publish();
                 }
                 Err(e) => return Some(e),
+            }
+        }
+        None
+    }
+
+    /// One write per op, as iozone writes its records: each write is timed
+    /// alone (the histogram holds write latencies), and the sync after
+    /// every `n`-th write (none when 0) and after the last one is timed
+    /// apart (`sync_time`), so that every write counted is durable when the
+    /// worker returns and the probe's elapsed time holds its syncs. The
+    /// last sync is skipped when the probe is abandoned.
+    fn run_synced_every(
+        &mut self,
+        n: u32,
+        buf: &mut AlignedBuf,
+        stop: &AtomicBool,
+        abandon: &AtomicBool,
+        tally: &mut Tally,
+    ) -> Option<ProbeError> {
+        let every = u64::from(n);
+        while !stop.load(Ordering::Relaxed) {
+            match self.write(buf) {
+                Ok(latency) => {
+                    tally.add(latency, self.block_size);
+                    tally.publish();
+                }
+                Err(e) => return Some(e),
+            }
+            if every > 0 && self.unsynced >= every {
+                if let Err(e) = self.sync_now() {
+                    return Some(e);
+                }
+            }
+        }
+        if self.unsynced > 0 && !abandon.load(Ordering::SeqCst) {
+            if let Err(e) = self.sync_now() {
+                return Some(e);
             }
         }
         None
@@ -289,27 +352,54 @@ impl<'a> Worker<'a> {
         }
         let t0 = Instant::now();
         for _ in 0..self.writes_per_sync {
-            let offset = self.next_offset();
-            stamp(buf.as_mut_slice(), self.next_stamp());
-            // write_all_at retries EINTR and short writes.
-            self.file
-                .write_all_at(buf.as_slice(), offset)
-                .map_err(|e| self.io_error("write", offset, e))?;
+            self.write_block(buf)?;
         }
         self.sync
             .sync_after_writes(self.file.as_fd())
-            .map_err(|e| {
-                ProbeError::io(
-                    format!(
-                        "{} of {} by worker {}",
-                        self.sync,
-                        self.path.display(),
-                        self.index
-                    ),
-                    e,
-                )
-            })?;
+            .map_err(|e| self.sync_error(e))?;
         Ok(t0.elapsed())
+    }
+
+    /// One write of a block at the next offset, timed.
+    fn write(&mut self, buf: &mut AlignedBuf) -> Result<Duration, ProbeError> {
+        let t0 = Instant::now();
+        self.write_block(buf)?;
+        let latency = t0.elapsed();
+        self.unsynced += 1;
+        Ok(latency)
+    }
+
+    fn write_block(&mut self, buf: &mut AlignedBuf) -> Result<(), ProbeError> {
+        let offset = self.next_offset();
+        stamp(buf.as_mut_slice(), self.next_stamp());
+        // write_all_at retries EINTR and short writes.
+        self.file
+            .write_all_at(buf.as_slice(), offset)
+            .map_err(|e| self.io_error("write", offset, e))
+    }
+
+    /// The sync of the writes since the last one (sync_every), timed apart.
+    fn sync_now(&mut self) -> Result<(), ProbeError> {
+        let t0 = Instant::now();
+        self.sync
+            .sync_after_writes(self.file.as_fd())
+            .map_err(|e| self.sync_error(e))?;
+        self.sync_time += t0.elapsed();
+        self.syncs += 1;
+        self.unsynced = 0;
+        Ok(())
+    }
+
+    fn sync_error(&self, e: io::Error) -> ProbeError {
+        ProbeError::io(
+            format!(
+                "{} of {} by worker {}",
+                self.sync,
+                self.path.display(),
+                self.index
+            ),
+            e,
+        )
     }
 
     /// The value that makes the next written block unlike every other: a
@@ -519,6 +609,43 @@ mod tests {
         assert!(c.reaped_behind_a_free_slot < u64::from(depth), "{c:?}");
     }
 
+    /// A sync_every 0 worker run for 50 ms with `abandon` as given.
+    fn synced_at_the_end(abandon: bool) -> WorkerDone {
+        let dir = TestDir::new_on_disk("worker-sync-end");
+        let spec = ProbeSpec {
+            sync: SyncMethod::Fsync,
+            sync_every: Some(0),
+            ..spec(dir.path(), Workload::Randwrite)
+        };
+        let scratch = scratch_for(&spec);
+        let w = Worker::prepare(&spec, &scratch, 0, 1).unwrap();
+        let gate = StartGate::new();
+        gate.open();
+        let (stop, abandoned) = (AtomicBool::new(false), AtomicBool::new(abandon));
+        let (progress, epoch) = (Progress::default(), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                stop.store(true, Ordering::SeqCst);
+            });
+            w.run(&stop, &abandoned, &gate, &progress, &epoch)
+        })
+    }
+
+    #[test]
+    fn the_last_sync_is_made_unless_the_probe_is_abandoned() {
+        let done = synced_at_the_end(false);
+        assert!(done.error.is_none());
+        assert!(done.ops > 0);
+        assert_eq!(done.syncs, 1);
+        assert!(done.sync_time > Duration::ZERO);
+        // a cancelled probe (or one whose other worker failed) has no
+        // figure to give: no flush to wait for
+        let done = synced_at_the_end(true);
+        assert!(done.ops > 0);
+        assert_eq!((done.syncs, done.sync_time), (0, Duration::ZERO));
+    }
+
     #[test]
     fn stop_before_start_does_no_io() {
         let dir = TestDir::new_on_disk("worker-stop");
@@ -528,7 +655,13 @@ mod tests {
         let gate = StartGate::new();
         gate.open();
         let (progress, epoch) = (Progress::default(), AtomicU64::new(0));
-        let done = w.run(&AtomicBool::new(true), &gate, &progress, &epoch);
+        let done = w.run(
+            &AtomicBool::new(true),
+            &AtomicBool::new(false),
+            &gate,
+            &progress,
+            &epoch,
+        );
         assert_eq!(done.ops, 0);
         assert_eq!(done.histogram.count(), 0);
         assert!(done.error.is_none());

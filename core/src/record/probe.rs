@@ -10,6 +10,8 @@ use super::Record;
 /// `id` (an identity) and `node_id` (the column's default, the node that
 /// stores it) are not carried; nor are read_path's `io_method` and
 /// `effective_io_concurrency`, which the probes of files do not have.
+/// Under an install not updated to 0.12.0 (no `sync_every`, `sync_s`) a
+/// probe without sync_every is stored as before.
 /// Under an install not updated to 0.9.0 (no `measured_by` column) a probe
 /// is refused (55000, record::Record::columns_in), as any record whose
 /// value the table cannot hold.
@@ -54,6 +56,16 @@ pub struct Probe {
     /// of compare_tablespaces() or profile() share it, so that a figure is
     /// read from one call's repetitions
     pub suite_call: Option<String>,
+    /// probe()'s sync_every: None, every op a commit as sync_method says;
+    /// Some(n), every op one write and a sync after every n-th write of a
+    /// worker and after its last (0: only after its last). Under an
+    /// install not updated to 0.12.0 only None can be stored.
+    pub sync_every: Option<i32>,
+    /// With sync_every: the seconds the workers spent in those syncs,
+    /// summed over the workers (part of duration_s: a worker's syncs are
+    /// part of its run). None without sync_every, whose syncs are inside
+    /// each op's latency.
+    pub sync_s: Option<f64>,
 }
 
 impl Record for Probe {
@@ -126,13 +138,30 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_without_sync_every_fits_a_table_before_0_12_0() {
+        let before: Vec<String> = Probe::columns()
+            .into_iter()
+            .filter(|c| c != "sync_every" && c != "sync_s")
+            .collect();
+        assert_eq!(Probe::default().columns_in(&before).unwrap(), before);
+        let synced = Probe {
+            sync_every: Some(0),
+            sync_s: Some(0.25),
+            ..Probe::default()
+        };
+        let e = synced.columns_in(&before).unwrap_err();
+        assert_eq!(e.state.code(), "55000");
+        assert!(e.message.contains("no column sync_every"), "{}", e.message);
+    }
+
+    #[test]
     fn columns_are_the_tables_but_id_node_and_read_path() {
         let cols = Probe::columns();
         for c in ["id", "node_id", "io_method", "effective_io_concurrency"] {
             assert!(!cols.iter().any(|x| x == c), "{c}");
         }
         assert_eq!(cols.first().map(String::as_str), Some("tablespace"));
-        assert_eq!(cols.last().map(String::as_str), Some("suite_call"));
-        assert_eq!(cols.len(), 33);
+        assert_eq!(cols.last().map(String::as_str), Some("sync_s"));
+        assert_eq!(cols.len(), 35);
     }
 }

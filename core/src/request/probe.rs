@@ -30,6 +30,7 @@ pub struct RawProbeArgs<'a> {
     pub iodepth: i64,
     pub engine: Option<&'a str>,
     pub precision_pct: Option<f64>,
+    pub sync_every: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +44,11 @@ pub struct ProbeArgs {
     pub iodepth: u32,
     pub engine: IoEngine,
     pub precision_pct: Option<f64>,
+    /// None: every op a commit as `sync` says (each write, for a write
+    /// workload with a sync). Some(n): every op one write, and `sync`
+    /// after every n-th write of each worker and after its last (0: only
+    /// after its last, as iozone -e flushes once at the end).
+    pub sync_every: Option<u32>,
 }
 
 pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
@@ -80,7 +86,16 @@ pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
             m
         }
     };
-    let (iodepth, engine) = queue(raw, workload, sync)?;
+    let (sync_every, sync) = sync_every(raw, workload, sync)?;
+    let (iodepth, engine) = queue(raw, workload, sync, sync_every)?;
+    let precision_pct = precision(raw.precision_pct)?;
+    if sync_every == Some(0) && precision_pct.is_some() {
+        return Err(invalid(
+            "precision_pct stops a probe on its 100 ms throughput samples, and with sync_every 0 \
+             the one sync of each worker comes after the last sample: give precision_pct NULL \
+             (the whole duration) or sync_every 1 or more",
+        ));
+    }
     Ok(ProbeArgs {
         workload,
         block_size: raw.block_size as usize,
@@ -90,13 +105,76 @@ pub fn check(raw: &RawProbeArgs, max_duration: Duration) -> Result<ProbeArgs> {
         sync,
         iodepth,
         engine,
-        precision_pct: precision(raw.precision_pct)?,
+        precision_pct,
+        sync_every,
     })
 }
 
+/// probe()'s `sync_every` and the sync it calls: NULL keeps `sync` as
+/// sync_method gave it (every op a commit: today's probes, and every probe
+/// before 0.12.0). A number of writes syncs each worker's writes with
+/// fsync (as iozone -e does; sync_method NULL) or the fsync or fdatasync
+/// sync_method names, after every n-th write and after its last one (0:
+/// only after its last). Only for randwrite and seqwrite: wal is one
+/// commit per write by definition, and reads write nothing to sync.
+fn sync_every(
+    raw: &RawProbeArgs,
+    workload: Workload,
+    sync: SyncMethod,
+) -> Result<(Option<u32>, SyncMethod)> {
+    let Some(n) = raw.sync_every else {
+        return Ok((None, sync));
+    };
+    if !(0..=i64::from(u32::MAX)).contains(&n) {
+        return Err(invalid(format!(
+            "sync_every must be NULL (each write synced as sync_method says), 0 (one sync after \
+             each worker's last write, as iozone -e) or a number of writes per sync of 1 or \
+             more, not {n}"
+        )));
+    }
+    match workload {
+        Workload::Randwrite | Workload::Seqwrite => {}
+        Workload::Wal => {
+            return Err(invalid(
+                "sync_every applies to randwrite and seqwrite only; wal syncs every commit \
+                 (sync_method), which a sync every N writes would contradict: use seqwrite \
+                 with sync_every",
+            ))
+        }
+        w => {
+            return Err(invalid(format!(
+                "sync_every applies to randwrite and seqwrite only; {} reads",
+                w.as_str()
+            )))
+        }
+    }
+    let sync = match (raw.sync_method, sync) {
+        (None, _) => SyncMethod::Fsync,
+        (Some(_), m @ (SyncMethod::Fsync | SyncMethod::Fdatasync)) => m,
+        (Some(_), m) => {
+            let why = match m {
+                SyncMethod::None => "none makes no sync",
+                _ => "it syncs every write as the write is made",
+            };
+            return Err(invalid(format!(
+                "sync_every takes sync_method NULL (fsync, as iozone -e), fsync or fdatasync, \
+                 not {}: {why}",
+                m.as_str()
+            )));
+        }
+    };
+    Ok((Some(n as u32), sync))
+}
+
 /// The queue depth and the engine that serves it (NULL: psync at depth 1,
-/// io_uring above); a commit (a sync after the writes) only runs on psync.
-fn queue(raw: &RawProbeArgs, workload: Workload, sync: SyncMethod) -> Result<(u32, IoEngine)> {
+/// io_uring above); a commit (a sync after the writes), and writes synced
+/// every N (sync_every), only run on psync.
+fn queue(
+    raw: &RawProbeArgs,
+    workload: Workload,
+    sync: SyncMethod,
+    sync_every: Option<u32>,
+) -> Result<(u32, IoEngine)> {
     if !(1..=MAX_IODEPTH as i64).contains(&raw.iodepth) {
         return Err(invalid(format!(
             "iodepth must be between 1 and {MAX_IODEPTH}, not {}",
@@ -111,6 +189,13 @@ fn queue(raw: &RawProbeArgs, workload: Workload, sync: SyncMethod) -> Result<(u3
     if engine == IoEngine::Psync && iodepth > 1 {
         return Err(invalid(format!(
             "engine psync has one I/O in flight per worker; iodepth {iodepth} needs engine io_uring"
+        )));
+    }
+    if engine == IoEngine::IoUring && sync_every.is_some() {
+        return Err(invalid(format!(
+            "sync_every runs on engine psync at iodepth 1, not {} at iodepth {iodepth}: each \
+             sync waits for the writes before it, which a queue would still have in flight",
+            engine.as_str()
         )));
     }
     if engine == IoEngine::IoUring && sync != SyncMethod::None {
@@ -253,6 +338,7 @@ mod tests {
             iodepth: 1,
             engine: None,
             precision_pct: None,
+            sync_every: None,
         }
     }
     const MAX: Duration = Duration::from_secs(300);
@@ -427,6 +513,113 @@ mod tests {
             MAX,
         );
         assert_eq!(a.unwrap().sync, SyncMethod::OpenDatasync);
+    }
+
+    #[test]
+    fn sync_every_null_is_every_probe_before_it() {
+        for (workload, sync_method) in [
+            ("randwrite", None),
+            ("randwrite", Some("fsync")),
+            ("seqwrite", Some("open_datasync")),
+            ("wal", None),
+            ("randread", None),
+        ] {
+            let a = check(
+                &RawProbeArgs {
+                    workload,
+                    sync_method,
+                    ..raw()
+                },
+                MAX,
+            )
+            .unwrap();
+            assert_eq!(a.sync_every, None, "{workload} {sync_method:?}");
+        }
+        let a = check(
+            &RawProbeArgs {
+                workload: "randwrite",
+                ..raw()
+            },
+            MAX,
+        )
+        .unwrap();
+        assert_eq!(a.sync, SyncMethod::None, "no sync unless asked, as before");
+    }
+
+    #[test]
+    fn sync_every_syncs_with_fsync_unless_sync_method_says_fdatasync() {
+        let with = |workload, sync_method, sync_every| {
+            check(
+                &RawProbeArgs {
+                    workload,
+                    sync_method,
+                    sync_every,
+                    ..raw()
+                },
+                MAX,
+            )
+            .map(|a| (a.sync_every, a.sync))
+        };
+        assert_eq!(
+            with("randwrite", None, Some(0)).unwrap(),
+            (Some(0), SyncMethod::Fsync),
+            "iozone -e calls fsync"
+        );
+        assert_eq!(
+            with("seqwrite", Some("fdatasync"), Some(8)).unwrap(),
+            (Some(8), SyncMethod::Fdatasync)
+        );
+        assert_eq!(
+            with("randwrite", Some("fsync"), Some(1)).unwrap(),
+            (Some(1), SyncMethod::Fsync)
+        );
+        let e = |r: Result<(Option<u32>, SyncMethod)>| r.unwrap_err().message;
+        let negative = e(with("randwrite", None, Some(-1)));
+        assert!(
+            negative.starts_with("sync_every must be NULL"),
+            "{negative}"
+        );
+        assert!(negative.ends_with("1 or more, not -1"), "{negative}");
+        assert!(e(with("wal", None, Some(0))).contains("wal syncs every commit"));
+        assert!(e(with("randread", None, Some(0))).contains("randread reads"));
+        assert!(e(with("seqread", None, Some(4))).contains("seqread reads"));
+        assert!(
+            e(with("randwrite", Some("none"), Some(0))).contains("not none: none makes no sync")
+        );
+        assert!(e(with("randwrite", Some("open_sync"), Some(0))).contains("not open_sync"));
+        // every refusal is the request's: nothing is measured
+        for bad in [
+            with("randwrite", None, Some(-5)),
+            with("wal", Some("fdatasync"), Some(2)),
+        ] {
+            assert_eq!(
+                bad.unwrap_err().state,
+                crate::error::SqlState::InvalidParameterValue
+            );
+        }
+    }
+
+    #[test]
+    fn sync_every_runs_on_psync_and_for_its_whole_duration_at_0() {
+        let with = |iodepth, engine, precision_pct, sync_every| {
+            check(
+                &RawProbeArgs {
+                    workload: "randwrite",
+                    iodepth,
+                    engine,
+                    precision_pct,
+                    sync_every: Some(sync_every),
+                    ..raw()
+                },
+                MAX,
+            )
+        };
+        let e = |r: Result<ProbeArgs>| r.unwrap_err().message;
+        assert!(e(with(8, None, None, 0)).contains("runs on engine psync at iodepth 1"));
+        assert!(e(with(1, Some("io_uring"), None, 0)).contains("runs on engine psync"));
+        assert!(e(with(1, None, Some(5.0), 0)).starts_with("precision_pct stops a probe"));
+        let a = with(1, Some("psync"), Some(5.0), 16).unwrap();
+        assert_eq!((a.sync_every, a.precision_pct), (Some(16), Some(5.0)));
     }
 
     #[test]
