@@ -72,6 +72,11 @@ extension_sql_file!(
     name = "suite_calls",
     requires = ["own_rows"]
 );
+extension_sql_file!(
+    "../sql/catalog/run_io.sql",
+    name = "run_io",
+    requires = ["suite_calls"]
+);
 // The procedures call functions of api (PL/pgSQL resolves them at run
 // time, so this orders the script, it is not needed to create them).
 extension_sql_file!(
