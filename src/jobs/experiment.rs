@@ -32,7 +32,7 @@ use storlab_core::env;
 use storlab_core::error::SqlState;
 use storlab_core::record::{ExperimentProgress, ExperimentWalStop, Record};
 use storlab_core::report::experiment::{placement_sentence, Expected, Observation};
-use storlab_core::report::{devices, pooled, sequential};
+use storlab_core::report::{pooled, sequential};
 use storlab_core::request::bench::BenchInit;
 use storlab_core::request::experiment::{pgoptions, session_settings, Experiment, Step};
 use storlab_core::sql_text::{ident, literal};
@@ -259,14 +259,15 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
             sequential::sentence(e, &compared),
         )
     });
-    // what a DBA must know before trusting the figures: said at the end of
-    // its closing, and kept in the job's detail for CALL storlab.experiment
+    // what a DBA must know before trusting the figures, in the job's
+    // detail: CALL storlab.experiment says them when it returns (the
+    // report has them per cell)
     let caveats = bookkeeping(|| Ok(report::experiment_caveats(job.id, e)));
     store_detail(job, serde_json::json!({ "caveats": caveats }));
     progress(
         job,
         steps.len(),
-        &devices::closing_with(counted.closing(job.id, measured, comparisons), &caveats),
+        &counted.closing(job.id, measured, comparisons),
     );
     Ok(())
 }

@@ -188,15 +188,18 @@ pub enum Caveat {
     },
 }
 
-/// A figure per transaction as a sentence gives it: three decimals below
-/// 1, two below 100.
+/// A figure per transaction as a sentence gives it: two significant
+/// digits below 1 (0.0015, 0.25), two decimals below 100; 0 as 0.
 pub fn per_tx_text(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.0}")
     } else if x >= 1.0 {
         format!("{x:.2}")
+    } else if x > 0.0 {
+        let decimals = ((-x.log10()).floor() as usize + 2).min(6);
+        format!("{x:.decimals$}")
     } else {
-        format!("{x:.3}")
+        "0".to_string()
     }
 }
 
@@ -352,8 +355,8 @@ pub fn cell_label(cell: &Cell) -> String {
 /// The caveats of a whole experiment, each kind said once: the cells a
 /// missing checkpoint concerns, and for data that fits in memory the
 /// largest data and the smallest memory, with each cell's device reads
-/// per transaction. What its job ends with and `CALL storlab.experiment`
-/// prints.
+/// per transaction. What its job keeps in its detail and `CALL
+/// storlab.experiment` prints.
 pub fn experiment_caveats(cells: &[(Cell, CellFigures)]) -> Vec<String> {
     let mut out = Vec::new();
     let (mut names, mut runs, mut duration) = (Vec::new(), 0, 0.0_f64);
@@ -406,16 +409,6 @@ pub fn experiment_caveats(cells: &[(Cell, CellFigures)]) -> Vec<String> {
         out.push(in_memory_text(data, memory, &source, &each.join(", ")));
     }
     out
-}
-
-/// An experiment's closing sentence (`pooled::Tally::closing`), with its
-/// caveats after it, each a sentence of its own.
-pub fn closing_with(closing: String, caveats: &[String]) -> String {
-    match caveats {
-        [] => closing,
-        [one] => format!("{closing}. Caveat: {one}"),
-        many => format!("{closing}. Caveats: {}", many.join(". ")),
-    }
 }
 
 /// "a", "a and b", "a, b and c"

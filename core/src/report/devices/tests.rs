@@ -205,7 +205,7 @@ fn data_that_fits_in_memory() {
     assert_eq!(
         text,
         "pgbench's data (16.0 MB) fits in the server's memory (24.0 GB, MemTotal): the runs may have \
-         measured the page cache, not the storage; device reads per transaction: 0.003"
+         measured the page cache, not the storage; device reads per transaction: 0.0030"
     );
     // under a memory limit, said so; larger data than memory: no caveat
     let limited = RunFigures {
@@ -231,7 +231,11 @@ fn data_that_fits_in_memory() {
     assert!(cell_figures(&[&unread]).caveats[1]
         .text()
         .ends_with("device reads per transaction: unknown (no device counters)"));
-    assert_eq!(per_tx_text(0.0), "0.000");
+    assert_eq!(per_tx_text(0.0), "0");
+    assert_eq!(per_tx_text(30.0 / 20400.0), "0.0015");
+    assert_eq!(per_tx_text(0.0147), "0.015");
+    assert_eq!(per_tx_text(0.5), "0.50");
+    assert_eq!(per_tx_text(1e-9), "0.000000");
     assert_eq!(per_tx_text(2.345), "2.35");
     assert_eq!(per_tx_text(123.4), "123");
 }
@@ -260,22 +264,8 @@ fn an_experiment_says_each_caveat_once() {
     assert_eq!(
         said[1],
         "pgbench's data (16.0 MB) fits in the server's memory (24.0 GB, MemTotal): the runs may have \
-         measured the page cache, not the storage; device reads per transaction: 0.003 in A (8 clients, \
-         fillfactor 100), 0.000 in B (1 client, fillfactor 100)"
+         measured the page cache, not the storage; device reads per transaction: 0.0030 in A (8 clients, \
+         fillfactor 100), 0 in B (1 client, fillfactor 100)"
     );
     assert!(experiment_caveats(&[]).is_empty());
-}
-
-#[test]
-fn a_closing_ends_with_the_caveats() {
-    let done = "done: 2 measured runs in the report, 2 measured in this session; storlab.experiment_report(7) compares them".to_string();
-    assert_eq!(closing_with(done.clone(), &[]), done);
-    assert_eq!(
-        closing_with(done.clone(), &["x fits".into()]),
-        format!("{done}. Caveat: x fits")
-    );
-    assert_eq!(
-        closing_with(done.clone(), &["a".into(), "b".into()]),
-        format!("{done}. Caveats: a. b")
-    );
 }
