@@ -21,8 +21,7 @@ use crate::sqltypes::Name;
 use storlab_core::bench_run::{self, devices};
 use storlab_core::pgbench::{self, InitOptions};
 use storlab_core::record::{snapshot_sql, Counters, Record};
-use storlab_core::report::experiment::Observation;
-use storlab_core::report::experiment::{disagreement, Expected};
+use storlab_core::report::experiment::{disagreement, Expected, Observation};
 use storlab_core::request::bench::{BenchInit, BenchRun};
 use storlab_core::sql_text::{ident, literal};
 
