@@ -76,3 +76,156 @@ BEGIN
 END
 $$;
 DROP FUNCTION storlab.probe_0_11(name, text, integer, interval, integer, bigint, boolean, text, text, integer, text, real);
+
+
+------------------------------------------------------------------------
+-- Experiments that know what they measured. PostgreSQL counts a page-cache
+-- hit as a read, so a run's own figures cannot tell the storage from the
+-- cache; the block devices' counters can. Each run now stores, beside its
+-- figures, the devices beneath the tablespaces it used and what their
+-- counters moved by (device_io), the memory the server could cache
+-- pgbench's data in (memory_bytes, memory_source), and the rows pgbench's
+-- tables updated and HOT updated (run_n_tup_upd, run_n_tup_hot_upd): the
+-- same columns, in the same order, as a fresh install's
+-- (sql/catalog/run_io.sql). The fleet's copies do not carry them.
+ALTER TABLE storlab.bench_runs
+  ADD COLUMN device_io jsonb,
+  ADD COLUMN memory_bytes bigint,
+  ADD COLUMN memory_source text,
+  ADD COLUMN run_n_tup_upd bigint,
+  ADD COLUMN run_n_tup_hot_upd bigint;
+COMMENT ON COLUMN storlab.bench_runs.device_io IS 'The block devices beneath the tablespaces the run used, each once with the tablespaces on it, and what their counters (/sys/block/<dev>/stat) moved by over the run; tablespaces on no block device (tmpfs) under no_device. NULL: stored before 0.12.0';
+COMMENT ON COLUMN storlab.bench_runs.memory_bytes IS 'The most memory the server could cache pgbench''s data in at the run''s start: its memory group''s limit, else MemTotal (memory_source says which)';
+
+-- experiment_report() appends the HOT ratio, checkpoints per run, the
+-- devices' reads per transaction and its caveats (a writing workload whose
+-- runs contained no checkpoint; pgbench's data small enough for the
+-- server's memory) to its columns, whose positions stay: a new result
+-- type, so the function is made anew, under a C symbol of its own (the
+-- old one, which this release's library still answers, says that the
+-- update is needed: 55000). EXECUTE a DBA granted on the old one is
+-- granted on the new one.
+ALTER FUNCTION storlab.experiment_report(bigint) RENAME TO experiment_report_0_11;
+CREATE FUNCTION storlab."experiment_report"(
+	"experiment_id" bigint /* Option < i64 > */
+) RETURNS TABLE (
+	"layout" TEXT,  /* String */
+	"fillfactor" INT,  /* i32 */
+	"clients" INT,  /* i32 */
+	"wal" TEXT,  /* Option < String > */
+	"runs" INT,  /* i32 */
+	"tps_mean" double precision,  /* Option < f64 > */
+	"tps_stddev" double precision,  /* Option < f64 > */
+	"tps_ci95_low" double precision,  /* Option < f64 > */
+	"tps_ci95_high" double precision,  /* Option < f64 > */
+	"lat_p95_ms" double precision,  /* Option < f64 > */
+	"lat_p99_ms" double precision,  /* Option < f64 > */
+	"improvement_pct" double precision,  /* Option < f64 > */
+	"p_value" double precision,  /* Option < f64 > */
+	"significant" bool,  /* Option < bool > */
+	"ff_improvement_pct" double precision,  /* Option < f64 > */
+	"ff_p_value" double precision,  /* Option < f64 > */
+	"ff_significant" bool,  /* Option < bool > */
+	"wal_bytes_per_tx" double precision,  /* Option < f64 > */
+	"logical_bytes" bigint,  /* Option < i64 > */
+	"allocated_bytes" bigint,  /* Option < i64 > */
+	"stored_bytes" bigint,  /* Option < i64 > */
+	"bar" TEXT,  /* String */
+	"decision" TEXT,  /* Option < & '_ str > */
+	"decided_after" INT,  /* Option < i32 > */
+	"seq_ci_low_pct" double precision,  /* Option < f64 > */
+	"seq_ci_high_pct" double precision,  /* Option < f64 > */
+	"hot_ratio" double precision,  /* Option < f64 > */
+	"checkpoints_per_run" double precision,  /* Option < f64 > */
+	"device_reads_per_tx" double precision,  /* Option < f64 > */
+	"caveats" TEXT[]  /* Vec < String > */
+)
+STABLE PARALLEL SAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'experiment_cells_wrapper';
+REVOKE ALL ON FUNCTION storlab.experiment_report(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.experiment_report(bigint) TO pg_monitor;
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN
+        SELECT a.grantee, a.is_grantable
+          FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+         WHERE p.oid = 'storlab.experiment_report_0_11(bigint)'::pg_catalog.regprocedure
+           AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+           AND a.grantee <> 'pg_monitor'::pg_catalog.regrole
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION storlab.experiment_report(bigint) TO %s%s',
+            CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.grantee::regrole::text) END,
+            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+DROP FUNCTION storlab.experiment_report_0_11(bigint);
+
+-- experiment_devices(): per cell, the block devices beneath its runs, each
+-- once with the tablespaces on it: reads and writes per run and per
+-- transaction, bytes, flushes, busy and queue time. A report of its own
+-- rather than more columns of experiment_io(), whose rows are pg_stat_io's
+-- (backend type, object, context) and which has none on 15.
+CREATE FUNCTION storlab."experiment_devices"(
+	"experiment_id" bigint /* Option < i64 > */
+) RETURNS TABLE (
+	"layout" TEXT,  /* String */
+	"fillfactor" INT,  /* i32 */
+	"clients" INT,  /* i32 */
+	"device" TEXT,  /* Option < String > */
+	"tablespaces" TEXT[],  /* Vec < String > */
+	"runs" INT,  /* i32 */
+	"reads" double precision,  /* Option < f64 > */
+	"writes" double precision,  /* Option < f64 > */
+	"reads_per_tx" double precision,  /* Option < f64 > */
+	"writes_per_tx" double precision,  /* Option < f64 > */
+	"read_bytes" double precision,  /* Option < f64 > */
+	"write_bytes" double precision,  /* Option < f64 > */
+	"flushes" double precision,  /* Option < f64 > */
+	"busy_ms" double precision,  /* Option < f64 > */
+	"queue_ms" double precision,  /* Option < f64 > */
+	"busy_pct" double precision  /* Option < f64 > */
+)
+STABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'experiment_devices_wrapper';
+REVOKE ALL ON FUNCTION storlab.experiment_devices(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.experiment_devices(bigint) TO pg_monitor;
+
+-- CALL storlab.experiment() says an experiment's caveats when it finishes
+-- (NOTICEs, from its job's detail).
+CREATE OR REPLACE PROCEDURE storlab.experiment(name text, layouts jsonb, script text DEFAULT 'tpcb-like',
+                                    clients integer[] DEFAULT '{8}', jobs integer DEFAULT 2,
+                                    duration interval DEFAULT '60 seconds', repetitions integer DEFAULT 3,
+                                    warmup interval DEFAULT '10 seconds', scale integer DEFAULT 10,
+                                    fillfactors integer[] DEFAULT '{100}', options jsonb DEFAULT '{}',
+                                    INOUT experiment_id bigint DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+  needed pg_catalog.name;
+  why pg_catalog.text;
+  caveat pg_catalog.text;
+BEGIN
+  experiment_id := storlab.experiment_start(name, layouts, script, clients, jobs, duration, repetitions,
+                                            warmup, scale, fillfactors, options);
+  COMMIT;  -- the worker can see the job only once it is committed
+  CALL storlab.wait(experiment_id);
+  SELECT e.wal_needed, e.current_action INTO needed, why FROM storlab.experiments e
+   WHERE e.id OPERATOR(pg_catalog.=) experiment_id;
+  IF needed IS NOT NULL THEN
+    RAISE NOTICE 'storlab: experiment % stopped: %', experiment_id, why
+      USING HINT = pg_catalog.format('storlab.experiments.wal_needed is %s until it is resumed.', needed);
+  ELSE
+    FOR caveat IN SELECT c.value FROM storlab.jobs j
+                   CROSS JOIN LATERAL pg_catalog.jsonb_array_elements_text(j.detail OPERATOR(pg_catalog.->) 'caveats') c
+                  WHERE j.id OPERATOR(pg_catalog.=) experiment_id
+    LOOP
+      RAISE NOTICE 'storlab: experiment %: %', experiment_id, caveat;
+    END LOOP;
+  END IF;
+END $$;

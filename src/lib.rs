@@ -77,6 +77,12 @@ extension_sql_file!(
     name = "sync_every",
     requires = ["suite_calls"]
 );
+// after sync_every, in the 0.12.0 update's order
+extension_sql_file!(
+    "../sql/catalog/run_io.sql",
+    name = "run_io",
+    requires = ["sync_every"]
+);
 // The procedures call functions of api (PL/pgSQL resolves them at run
 // time, so this orders the script, it is not needed to create them).
 extension_sql_file!(

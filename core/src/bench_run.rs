@@ -11,6 +11,8 @@ use crate::pgbench::{BenchOptions, Connection, StderrReport, Summary};
 use crate::record::{RunCounters, RunResult};
 use crate::request::bench::BenchRun;
 
+pub mod devices;
+
 /// The settings that every run records, beside those its layout declares.
 pub const RECORDED_SETTINGS: [&str; 16] = [
     "shared_buffers",
@@ -128,6 +130,10 @@ pub struct Measured<'a> {
     pub observed: serde_json::Value,
     pub invalid: Option<String>,
     pub counters: RunCounters,
+    /// the devices beneath its tablespaces ([`devices::record`])
+    pub device_io: Option<crate::record::RunDeviceIo>,
+    /// the memory the server could cache in at its start, and its source
+    pub memory: Option<(u64, crate::env::cgroup::MemorySource)>,
 }
 
 impl Measured<'_> {
@@ -151,6 +157,11 @@ impl Measured<'_> {
             observed: self.observed,
             invalid: self.invalid,
             counters: self.counters,
+            device_io: self.device_io,
+            memory_bytes: self
+                .memory
+                .map(|(n, _)| i64::try_from(n).unwrap_or(i64::MAX)),
+            memory_source: self.memory.map(|(_, s)| s.as_str().to_string()),
         }
     }
 }

@@ -74,6 +74,8 @@ REVOKE ALL ON FUNCTION storlab.experiment_report(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.experiment_report(bigint) TO pg_monitor;
 REVOKE ALL ON FUNCTION storlab.experiment_io(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION storlab.experiment_io(bigint) TO pg_monitor;
+REVOKE ALL ON FUNCTION storlab.experiment_devices(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION storlab.experiment_devices(bigint) TO pg_monitor;
 
 -- Charts and advice read stored results, as a query by hand would.
 REVOKE ALL ON FUNCTION storlab.chart_svg(text, bigint, text) FROM PUBLIC;

@@ -74,7 +74,10 @@ END $$;
 -- experiment that stops where its next run needs pg_wal elsewhere
 -- (storlab.experiments.wal_needed) returns its id too, with a NOTICE that
 -- says what to do: a script reads wal_needed, moves pg_wal while the
--- server is stopped, and calls experiment_resume() and wait().
+-- server is stopped, and calls experiment_resume() and wait(). One that
+-- finished says its caveats in NOTICEs (the job's detail keeps them: a
+-- writing workload whose runs contained no checkpoint, pgbench's data
+-- small enough for the server's memory).
 CREATE PROCEDURE storlab.experiment(name text, layouts jsonb, script text DEFAULT 'tpcb-like',
                                     clients integer[] DEFAULT '{8}', jobs integer DEFAULT 2,
                                     duration interval DEFAULT '60 seconds', repetitions integer DEFAULT 3,
@@ -85,6 +88,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   needed pg_catalog.name;
   why pg_catalog.text;
+  caveat pg_catalog.text;
 BEGIN
   experiment_id := storlab.experiment_start(name, layouts, script, clients, jobs, duration, repetitions,
                                             warmup, scale, fillfactors, options);
@@ -95,6 +99,13 @@ BEGIN
   IF needed IS NOT NULL THEN
     RAISE NOTICE 'storlab: experiment % stopped: %', experiment_id, why
       USING HINT = pg_catalog.format('storlab.experiments.wal_needed is %s until it is resumed.', needed);
+  ELSE
+    FOR caveat IN SELECT c.value FROM storlab.jobs j
+                   CROSS JOIN LATERAL pg_catalog.jsonb_array_elements_text(j.detail OPERATOR(pg_catalog.->) 'caveats') c
+                  WHERE j.id OPERATOR(pg_catalog.=) experiment_id
+    LOOP
+      RAISE NOTICE 'storlab: experiment %: %', experiment_id, caveat;
+    END LOOP;
   END IF;
 END $$;
 

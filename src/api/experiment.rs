@@ -82,11 +82,17 @@ fn experiment_resume(experiment_id: Option<i64>) -> i64 {
 /// and `seq_ci_low_pct` .. `seq_ci_high_pct`, the improvement's repeated
 /// confidence interval at that look, valid however early it stopped
 /// (storlab_core::sequential); tps_ci95_*, p_value and significant are
-/// fixed-sample figures and are not. Read as the caller (SELECT on
-/// storlab.experiments and storlab.bench_runs, granted to pg_monitor).
-#[pg_extern(stable, parallel_safe)]
+/// fixed-sample figures and are not. Appended by 0.12.0: the HOT ratio of
+/// pgbench's updates, the checkpoints begun per run, the reads of the
+/// block devices beneath the runs' tablespaces per transaction, and the
+/// caveats a DBA must read before trusting the cell (a writing workload
+/// whose runs contained no checkpoint; pgbench's data small enough for the
+/// server's memory, where the runs may have measured the page cache).
+/// Read as the caller (SELECT on storlab.experiments and
+/// storlab.bench_runs, granted to pg_monitor).
+#[pg_extern(stable, parallel_safe, name = "experiment_report")]
 #[search_path(pg_catalog, pg_temp)]
-fn experiment_report(
+fn experiment_cells(
     experiment_id: Option<i64>,
 ) -> TableIterator<
     'static,
@@ -117,6 +123,10 @@ fn experiment_report(
         name!(decided_after, Option<i32>),
         name!(seq_ci_low_pct, Option<f64>),
         name!(seq_ci_high_pct, Option<f64>),
+        name!(hot_ratio, Option<f64>),
+        name!(checkpoints_per_run, Option<f64>),
+        name!(device_reads_per_tx, Option<f64>),
+        name!(caveats, Vec<String>),
     ),
 > {
     let _called = crate::ops::error::called("storlab.experiment_report");
@@ -150,6 +160,83 @@ fn experiment_report(
             r.decided_after,
             r.seq_ci_low_pct,
             r.seq_ci_high_pct,
+            r.hot_ratio,
+            r.checkpoints_per_run,
+            r.device_reads_per_tx,
+            r.caveats,
+        )
+    }))
+}
+
+/// experiment_report() as storlab 0.11.0 and older declared it (26
+/// columns, this C symbol): reached only between installing a newer
+/// package and ALTER EXTENSION UPDATE, where the report's rows have four
+/// columns more than the function declares. It says so (55000). No SQL is
+/// generated for it: 0.12.0's experiment_report() is `experiment_cells`.
+#[pg_extern(sql = false)]
+fn experiment_report(
+    _experiment_id: Option<i64>,
+) -> TableIterator<'static, (name!(layout, String),)> {
+    crate::ops::identity::raise_update_needed(
+        "experiment_report() of this database's storlab returns 26 columns, and this library's 30 (hot_ratio, checkpoints_per_run, device_reads_per_tx, caveats)",
+    )
+}
+
+/// The block devices beneath an experiment's runs, per (layout,
+/// fillfactor, clients) cell: one row per device (a device two tablespaces
+/// share is one row, with both named), with means per run of the reads and
+/// writes the kernel counted on it (`/sys/block/<dev>/stat`, the whole
+/// device's, every process's I/O included), per transaction, bytes,
+/// flushes, the time it was busy and its requests' time in the queue (ms),
+/// and busy as a share of the runs' time; a tablespace on no block device
+/// (tmpfs) is a row without a device or figures. The runs are those
+/// experiment_report() pools; runs stored before 0.12.0 have no device
+/// figures and give no rows. Read as the caller.
+#[pg_extern(stable, parallel_safe)]
+#[search_path(pg_catalog, pg_temp)]
+fn experiment_devices(
+    experiment_id: Option<i64>,
+) -> TableIterator<
+    'static,
+    (
+        name!(layout, String),
+        name!(fillfactor, i32),
+        name!(clients, i32),
+        name!(device, Option<String>),
+        name!(tablespaces, Vec<String>),
+        name!(runs, i32),
+        name!(reads, Option<f64>),
+        name!(writes, Option<f64>),
+        name!(reads_per_tx, Option<f64>),
+        name!(writes_per_tx, Option<f64>),
+        name!(read_bytes, Option<f64>),
+        name!(write_bytes, Option<f64>),
+        name!(flushes, Option<f64>),
+        name!(busy_ms, Option<f64>),
+        name!(queue_ms, Option<f64>),
+        name!(busy_pct, Option<f64>),
+    ),
+> {
+    let _called = crate::ops::error::called("storlab.experiment_devices");
+    let id = required(experiment_id, "experiment_id");
+    TableIterator::new(report::experiment_devices(id).into_iter().map(|r| {
+        (
+            r.cell.0,
+            r.cell.1,
+            r.cell.2,
+            r.device,
+            r.tablespaces,
+            r.runs,
+            r.reads,
+            r.writes,
+            r.reads_per_tx,
+            r.writes_per_tx,
+            r.read_bytes,
+            r.write_bytes,
+            r.flushes,
+            r.busy_ms,
+            r.queue_ms,
+            r.busy_pct,
         )
     }))
 }

@@ -4,7 +4,7 @@
 //! them here; they call no other job kind.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pgrx::prelude::*;
 use pgrx::JsonB;
@@ -15,11 +15,13 @@ use super::observe::{observe, pg_stat_statements_schema, pgbench_schema};
 use crate::ops::jobs::check_pgbench_tables_complete;
 use crate::ops::read;
 use crate::ops::record;
+use crate::ops::server::data_dir;
+use crate::ops::targets::all_targets;
 use crate::sqltypes::Name;
-use storlab_core::bench_run;
+use storlab_core::bench_run::{self, devices};
 use storlab_core::pgbench::{self, InitOptions};
 use storlab_core::record::{snapshot_sql, Counters, Record};
-use storlab_core::report::experiment::{disagreement, Expected};
+use storlab_core::report::experiment::{disagreement, Expected, Observation};
 use storlab_core::request::bench::{BenchInit, BenchRun};
 use storlab_core::sql_text::{ident, literal};
 
@@ -142,8 +144,18 @@ pub(super) fn run(
             ],
         )
     });
+    // the devices beneath the tablespaces the run uses, and the memory the
+    // server could cache pgbench's data in
+    let watched = watched_devices(&start, &settings);
+    let memory = storlab_core::env::cgroup::cache_memory();
+    // the sessions of a run just before (a warm-up) add their counts when
+    // they exit: read once they have
+    wait_for_pgbench_sessions(&job.role);
     let before = counters(&schema);
     let statements_before = statements();
+    let sys_dev_block = Path::new("/sys/dev/block");
+    let disk_before = devices::read_counters(&watched, sys_dev_block);
+    let disk_clock = Instant::now();
     // pgbench's own vacuum and start-up come before the timed run; allow them a minute
     let out = run_pgbench_with(
         job,
@@ -152,6 +164,13 @@ pub(super) fn run(
         Duration::from_secs(u64::from(r.duration_s) + 60),
         pgoptions,
     )?;
+    let disk_after = devices::read_counters(&watched, sys_dev_block);
+    let device_io = devices::record(
+        &watched,
+        &disk_before,
+        &disk_after,
+        disk_clock.elapsed().as_millis() as u64,
+    );
     let stdout = out.stdout;
     // pgbench's own progress lines (with progress_interval) and warnings
     let report = pgbench::parse_stderr(&out.stderr).ok();
@@ -163,6 +182,9 @@ pub(super) fn run(
     ) {
         store_detail(job, detail);
     }
+    // pgbench's sessions add their counts (rows updated, blocks read) to
+    // the statistics when they exit, a moment after pgbench itself
+    wait_for_pgbench_sessions(&job.role);
     let after = counters(&schema);
     let statements_after = statements();
     let end = observe(&schema, wal_wanted);
@@ -201,6 +223,8 @@ pub(super) fn run(
         observed,
         invalid: invalid.clone(),
         counters: before.delta(&after),
+        device_io: Some(device_io),
+        memory,
     }
     .result();
     // the run's top ten statements by execution time, from
@@ -337,4 +361,80 @@ fn statements() -> Option<serde_json::Value> {
         ), &[])
     })
     .map(|j| j.0)
+}
+
+/// The block devices beneath the tablespaces a run uses: those of
+/// pgbench's relations at its start (`start`), the temporary tablespaces
+/// its sessions have (`settings`, as they read them) and pg_wal's folder,
+/// each resolved as storlab.tablespaces() resolves it.
+fn watched_devices(start: &Observation, settings: &serde_json::Value) -> devices::Watched {
+    let names = devices::run_tablespaces(start, settings["temp_tablespaces"].as_str());
+    // the folders: read as the caller (pg_tablespace is readable by all)
+    let targets = as_caller(|| Ok(all_targets()));
+    let resolved: Vec<devices::Resolved> = names
+        .into_iter()
+        .map(|name| {
+            let folder = if name == devices::WAL {
+                Some(data_dir().join("pg_wal"))
+            } else {
+                targets
+                    .iter()
+                    .find(|t| t.kind == "tablespace" && t.name == name)
+                    .map(|t| t.folder.clone())
+            };
+            let place = match folder {
+                None => Err(format!("there is no tablespace {name}")),
+                Some(folder) => storlab_core::env::devices_of(&folder)
+                    .map(|d| (d.fs_type, d.devices))
+                    .map_err(|e| format!("{}: {e}", folder.display())),
+            };
+            devices::Resolved {
+                tablespace: name,
+                place,
+            }
+        })
+        .collect();
+    devices::watch(&resolved, &|dev| {
+        storlab_core::env::diskstats::device_name(Path::new("/sys/dev/block"), dev)
+    })
+}
+
+/// Waits (at most 10 s) until the sessions of the job's pgbench are gone:
+/// a backend adds what it counted to the statistics (pg_stat_user_tables,
+/// pg_stat_database) when it exits, a moment after pgbench closed its
+/// connection, and it leaves pg_stat_activity a moment before it does so,
+/// so its process is waited for too. One run at a time uses a database's
+/// pgbench tables (55006): its sessions are the role's `pgbench` ones in
+/// this database (`role`: the job's).
+fn wait_for_pgbench_sessions(role: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen: Vec<i32> = Vec::new();
+    loop {
+        // each poll a transaction of its own: a fresh pg_stat_activity
+        let pids = as_caller(|| {
+            read::one::<Vec<i32>>(
+                "SELECT coalesce(pg_catalog.array_agg(a.pid), '{}') FROM pg_catalog.pg_stat_activity a
+                  WHERE a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
+                    AND a.usename OPERATOR(pg_catalog.=) $1
+                    AND a.application_name OPERATOR(pg_catalog.=) 'pgbench'
+                    AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
+                &[Name(role.to_string()).into()],
+            )
+        })
+        .unwrap_or_default();
+        for pid in &pids {
+            if !seen.contains(pid) {
+                seen.push(*pid);
+            }
+        }
+        if pids.is_empty() || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for pid in seen {
+        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
 }

@@ -259,6 +259,11 @@ pub fn run(job: &Job, e: &Experiment, dir: &Path) -> Result<(), JobEnd> {
             sequential::sentence(e, &compared),
         )
     });
+    // what a DBA must know before trusting the figures, in the job's
+    // detail: CALL storlab.experiment says them when it returns (the
+    // report has them per cell)
+    let caveats = bookkeeping(|| Ok(report::experiment_caveats(job.id, e)));
+    store_detail(job, serde_json::json!({ "caveats": caveats }));
     progress(
         job,
         steps.len(),

@@ -13,6 +13,8 @@ use pgrx::prelude::*;
 
 use super::error::{spi, Error, OrRaise, Raise, SqlState};
 use super::read;
+use storlab_core::record::RunDeviceIo;
+use storlab_core::report::devices::{self, CellFigures, DeviceRow, RunFigures};
 use storlab_core::report::experiment::{compare, compare_fillfactors, reference_fillfactor, Cell};
 use storlab_core::report::latency::run_percentiles;
 use storlab_core::report::pooled::{self, StoredRun};
@@ -57,6 +59,13 @@ pub struct ReportRow {
     /// (for an open or undecided one, the last look's)
     pub seq_ci_low_pct: Option<f64>,
     pub seq_ci_high_pct: Option<f64>,
+    /// HOT updates over updates of pgbench's tables, checkpoints begun
+    /// per run, the block devices' reads per transaction, and what a DBA
+    /// must know before trusting the cell (storlab_core::report::devices)
+    pub hot_ratio: Option<f64>,
+    pub checkpoints_per_run: Option<f64>,
+    pub device_reads_per_tx: Option<f64>,
+    pub caveats: Vec<String>,
 }
 
 /// The report of experiment `id` (42704 when there is none), with a NOTICE
@@ -65,8 +74,10 @@ pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
     let e = experiment_of(id);
     let judged = judged_runs(id, &e);
     say_left_out(id, &judged);
-    let runs = stored_runs(&pooled_ids(&judged));
+    let ids = pooled_ids(&judged);
+    let runs = stored_runs(&ids);
     let sizes = stored_sizes(id);
+    let figures = run_figures(&ids);
 
     let mut cells = Vec::new();
     for &fillfactor in &e.fillfactors {
@@ -129,7 +140,12 @@ pub fn experiment_report(id: i64) -> (Experiment, Vec<ReportRow>) {
                 .map(|r| r.wal_places.join(", "));
             let ff = ff.unwrap_or_default();
             let v = sequential::decision_of(&compared, &cell.layout, cell.fillfactor, cell.clients);
+            let f = cell_figures(&figures, &key);
             ReportRow {
+                hot_ratio: f.hot_ratio,
+                checkpoints_per_run: f.checkpoints_per_run,
+                device_reads_per_tx: f.device_reads_per_tx,
+                caveats: f.caveats.iter().map(|c| c.text()).collect(),
                 decision: v.map(|v| v.decision),
                 decided_after: v
                     .filter(|v| v.decision.decided())
@@ -485,4 +501,109 @@ pub fn experiment_io(id: i64) -> Vec<storlab_core::report::io::IoRow> {
             ))
     });
     rows
+}
+
+/// What the pooled runs `ids` did beneath PostgreSQL, in the order they
+/// were measured: their devices' counters, rows updated and HOT updated,
+/// checkpoints, the size of pgbench's data at their start and the memory
+/// the server could cache it in.
+///
+/// Under a newer library before ALTER EXTENSION UPDATE (recommend() and
+/// the charts read the report too), bench_runs lacks 0.12.0's columns:
+/// their figures are then unknown, not an error.
+fn run_figures(ids: &[i64]) -> Vec<RunFigures> {
+    let updated = read::one::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute
+                         WHERE attrelid = 'storlab.bench_runs'::pg_catalog.regclass
+                           AND attname = 'device_io' AND NOT attisdropped)",
+        &[],
+    )
+    .map_err(spi("reading the experiment's runs"))
+    .or_raise()
+    .unwrap_or(false);
+    let added = if updated {
+        "run_n_tup_upd, run_n_tup_hot_upd, device_io, memory_bytes, memory_source"
+    } else {
+        "NULL::int8, NULL::int8, NULL::jsonb, NULL::int8, NULL::text"
+    };
+    Spi::connect(|c| {
+        c.select(
+            &format!(
+                "SELECT experiment_layout, fillfactor, clients, duration_s, transactions, server_checkpoints,
+                        server_wal_bytes::float8, {added},
+                        (SELECT sum((l->>'logical_bytes')::int8)::int8 FROM jsonb_array_elements(layout) l),
+                        settings->>'checkpoint_timeout', settings->>'max_wal_size'
+                   {POOLED_RUNS} ORDER BY id"
+            ),
+            None,
+            &[ids.to_vec().into()],
+        )?
+        .map(|r| {
+            Ok(RunFigures {
+                cell: cell_of(&r)?,
+                duration_s: r.get::<f64>(4)?.unwrap_or(0.0),
+                transactions: r.get::<i64>(5)?,
+                checkpoints: r.get::<i64>(6)?,
+                wal_bytes: r.get::<f64>(7)?,
+                n_tup_upd: r.get::<i64>(8)?,
+                n_tup_hot_upd: r.get::<i64>(9)?,
+                device_io: r
+                    .get::<JsonB>(10)?
+                    .and_then(|j| serde_json::from_value::<RunDeviceIo>(j.0).ok()),
+                memory_bytes: r.get::<i64>(11)?,
+                memory_source: r.get::<String>(12)?,
+                data_bytes: r.get::<i64>(13)?,
+                checkpoint_timeout: r.get::<String>(14)?,
+                max_wal_size: r.get::<String>(15)?,
+            })
+        })
+        .collect::<Result<Vec<_>, pgrx::spi::Error>>()
+    })
+    .map_err(spi("reading the experiment's runs"))
+    .or_raise()
+}
+
+/// The figures and caveats of the cell `key` from its runs in `figures`.
+fn cell_figures(figures: &[RunFigures], key: &(String, i32, i32)) -> CellFigures {
+    let of_cell: Vec<&RunFigures> = figures.iter().filter(|r| &r.cell == key).collect();
+    devices::cell_figures(&of_cell)
+}
+
+/// An experiment's block devices per cell (`storlab.experiment_devices()`):
+/// the runs experiment_report() pools, as the caller reads them, layouts
+/// in the experiment's order, then fillfactor and clients; in a cell its
+/// devices by name, then its tablespaces on no block device.
+pub fn experiment_devices(id: i64) -> Vec<DeviceRow> {
+    let e = experiment_of(id);
+    let figures = run_figures(&pooled_ids(&judged_runs(id, &e)));
+    let mut rows = devices::per_device(&figures);
+    let rank = |layout: &str| {
+        e.layouts
+            .iter()
+            .position(|l| l.name == layout)
+            .unwrap_or(usize::MAX)
+    };
+    // stable: a cell's rows keep their order
+    rows.sort_by_key(|r| (rank(&r.cell.0), r.cell.1, r.cell.2));
+    rows
+}
+
+/// The caveats of experiment `id` as a whole, each said once
+/// (`devices::experiment_caveats`): what its job ends with and
+/// `CALL storlab.experiment` prints. Read as the owner, by the job.
+pub fn experiment_caveats(id: i64, e: &Experiment) -> Vec<String> {
+    let figures = run_figures(&pooled_ids(&judged_runs(id, e)));
+    let mut cells = Vec::new();
+    for &fillfactor in &e.fillfactors {
+        for &clients in &e.clients {
+            for layout in &e.layouts {
+                let key = (layout.name.clone(), fillfactor, clients);
+                let f = cell_figures(&figures, &key);
+                if !f.caveats.is_empty() {
+                    cells.push((key, f));
+                }
+            }
+        }
+    }
+    devices::experiment_caveats(&cells)
 }

@@ -140,6 +140,11 @@ fn the_row_takes_the_histograms_stddev_when_pgbench_printed_none() {
         observed: serde_json::json!({"start": {}, "end": {}}),
         invalid: Some("why".into()),
         counters: RunCounters::default(),
+        device_io: Some(crate::record::RunDeviceIo {
+            elapsed_ms: 30_010,
+            ..Default::default()
+        }),
+        memory: Some((4 << 30, crate::env::cgroup::MemorySource::Limit)),
     };
     let r = measured(&summary, Some(&p)).result();
     assert_eq!(
@@ -160,6 +165,11 @@ fn the_row_takes_the_histograms_stddev_when_pgbench_printed_none() {
     );
     assert_eq!(r.histogram, Some(vec![1, 2]));
     assert_eq!(r.invalid.as_deref(), Some("why"));
+    assert_eq!(r.device_io.as_ref().map(|d| d.elapsed_ms), Some(30_010));
+    assert_eq!(
+        (r.memory_bytes, r.memory_source.as_deref()),
+        (Some(4 << 30), Some("memory limit"))
+    );
     // pgbench's own stddev (with --rate or --progress) wins
     let printed = Summary {
         lat_stddev_ms: Some(2.5),

@@ -142,6 +142,49 @@ pub fn memory_limit() -> Option<u64> {
     memory_limit_of(&server_groups("memory")?)
 }
 
+/// `MemTotal` of `/proc/meminfo` (`MemTotal:       24681632 kB`), in bytes.
+pub fn parse_mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut words = line["MemTotal:".len()..].split_whitespace();
+    let n: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") => n.checked_mul(1024),
+        None => Some(n),
+        Some(_) => None,
+    }
+}
+
+/// Where the memory the server could cache its files in was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemorySource {
+    /// the smallest memory limit of its group and the group's ancestors
+    /// ([`memory_limit`], as `storlab.tablespaces().memory_limit_bytes`)
+    Limit,
+    /// the machine's, `MemTotal` of /proc/meminfo: no group limits it
+    MemTotal,
+}
+
+impl MemorySource {
+    /// As `storlab.bench_runs.memory_source` stores it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemorySource::Limit => "memory limit",
+            MemorySource::MemTotal => "MemTotal",
+        }
+    }
+}
+
+/// The most memory the server's files can be cached in: its memory
+/// group's limit (the page cache is charged to it), else the machine's
+/// MemTotal; None when neither can be read.
+pub fn cache_memory() -> Option<(u64, MemorySource)> {
+    if let Some(limit) = memory_limit() {
+        return Some((limit, MemorySource::Limit));
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_total(&meminfo).map(|n| (n, MemorySource::MemTotal))
+}
+
 /// The I/O throttles that apply: operations and bytes per second, each
 /// None when nothing limits it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -266,11 +309,21 @@ pub fn whole_disk(dev: DevNo, sys_dev_block: &Path) -> DevNo {
         .unwrap_or(dev)
 }
 
-/// The block devices a mount's data goes to: every member of a btrfs
-/// filesystem (its sysfs folder lists them, each with its `dev`), else the
-/// mount's device (mountinfo's number, or the source's for the anonymous
-/// 0:N btrfs shows). Empty for filesystems on no block device (tmpfs).
+/// The block devices a mount's data goes to, where the kernel throttles
+/// them: [`mount_block_devices`], a partition as its whole disk.
 pub fn mount_devices(mount: &Mount, sys_fs_btrfs: &Path, sys_dev_block: &Path) -> Vec<DevNo> {
+    mount_block_devices(mount, sys_fs_btrfs)
+        .into_iter()
+        .map(|d| whole_disk(d, sys_dev_block))
+        .collect()
+}
+
+/// The block devices a mount's data goes to, as the kernel counts their
+/// I/O: every member of a btrfs filesystem (its sysfs folder lists them,
+/// each with its `dev`), else the mount's device (mountinfo's number, or
+/// the source's for the anonymous 0:N btrfs shows), a partition as itself.
+/// Empty for filesystems on no block device (tmpfs).
+pub fn mount_block_devices(mount: &Mount, sys_fs_btrfs: &Path) -> Vec<DevNo> {
     let name = backing::device_name(&mount.source);
     if mount.fs_type == "btrfs" {
         if let Some(fs_dir) = name.and_then(|n| backing::btrfs_fs_dir_for(n, sys_fs_btrfs)) {
@@ -294,8 +347,7 @@ pub fn mount_devices(mount: &Mount, sys_fs_btrfs: &Path, sys_dev_block: &Path) -
             .filter(|m| m.file_type().is_block_device())
             .map(|m| (libc::major(m.rdev()), libc::minor(m.rdev())))
     };
-    dev.map(|d| vec![whole_disk(d, sys_dev_block)])
-        .unwrap_or_default()
+    dev.map(|d| vec![d]).unwrap_or_default()
 }
 
 /// The I/O throttles of the server's blkio (v1) or io (v2) groups that
@@ -585,7 +637,27 @@ mod tests {
         assert_eq!(whole_disk((254, 1), &block), (254, 0));
         assert_eq!(whole_disk((254, 0), &block), (254, 0));
         assert_eq!(whole_disk((7, 3), &block), (7, 3));
+        // as the kernel counts I/O, a partition is itself
+        let vda1 = mount("ext4", "/dev/vda1", 254, 1);
+        assert_eq!(mount_devices(&vda1, &btrfs, &block), vec![(254, 0)]);
+        assert_eq!(mount_block_devices(&vda1, &btrfs), vec![(254, 1)]);
+        assert_eq!(
+            mount_block_devices(&mount("btrfs", "/dev/loop9", 0, 45), &btrfs),
+            vec![(7, 8), (7, 9), (7, 10)]
+        );
         fs::remove_dir_all(&sys).unwrap();
+    }
+
+    #[test]
+    fn mem_total_in_bytes() {
+        let meminfo = "MemTotal:       24681632 kB\nMemFree:         2107828 kB\n";
+        assert_eq!(parse_mem_total(meminfo), Some(24_681_632 * 1024));
+        assert_eq!(parse_mem_total("MemFree: 5 kB\n"), None);
+        assert_eq!(parse_mem_total("MemTotal: lots kB\n"), None);
+        assert_eq!(parse_mem_total("MemTotal: 5 MB\n"), None);
+        assert_eq!(MemorySource::Limit.as_str(), "memory limit");
+        // this machine has memory, limited or not
+        assert!(cache_memory().is_some_and(|(n, _)| n > 0));
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod backing;
 pub mod cgroup;
 pub mod device;
 pub mod direct_io;
+pub mod diskstats;
 pub mod mountinfo;
 pub mod page_cache;
 pub mod space;
@@ -74,6 +75,26 @@ pub fn place(path: &Path) -> io::Result<Place> {
         mount_point: mount.mount_point.clone(),
         location,
         dev,
+    })
+}
+
+/// The filesystem a folder is on and the block devices beneath it, as the
+/// kernel counts their I/O (`cgroup::mount_block_devices`: each member of
+/// a btrfs over several, a partition as itself); none for a filesystem on
+/// no block device (tmpfs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Devices {
+    pub fs_type: String,
+    pub mount_point: PathBuf,
+    pub devices: Vec<cgroup::DevNo>,
+}
+
+pub fn devices_of(path: &Path) -> io::Result<Devices> {
+    let (_, mount) = located(path)?;
+    Ok(Devices {
+        devices: cgroup::mount_block_devices(&mount, Path::new("/sys/fs/btrfs")),
+        fs_type: mount.fs_type,
+        mount_point: mount.mount_point,
     })
 }
 
@@ -165,6 +186,18 @@ mod tests {
         if Path::new("/dev/shm").exists() {
             assert_ne!(device_of(Path::new("/dev/shm")).unwrap(), p.dev);
         }
+    }
+
+    #[test]
+    fn devices_under_a_folder() {
+        let root = devices_of(Path::new("/")).unwrap();
+        assert!(!root.fs_type.is_empty());
+        if Path::new("/dev/shm").exists() {
+            let shm = devices_of(Path::new("/dev/shm")).unwrap();
+            assert_eq!(shm.fs_type, "tmpfs");
+            assert!(shm.devices.is_empty(), "{shm:?}");
+        }
+        assert!(devices_of(Path::new("/no/such/storlab/folder")).is_err());
     }
 
     #[test]

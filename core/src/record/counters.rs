@@ -41,6 +41,10 @@ pub struct Counters {
     pub by_tablespace: BTreeMap<String, i64>,
     /// blocks read from pgbench's own tables and indexes, per tablespace
     pub run_by_tablespace: BTreeMap<String, i64>,
+    /// rows updated in pgbench's own tables (pg_stat_user_tables.n_tup_upd)
+    pub tup_upd: Option<i64>,
+    /// of those, HOT updates (n_tup_hot_upd)
+    pub tup_hot_upd: Option<i64>,
     /// pg_stat_io's rows (16 and later): `{"backend/object/context": {"reads": .., ..}}`
     pub io: Option<serde_json::Value>,
     /// pg_stat_wal's (bytes, full-page images)
@@ -77,6 +81,10 @@ pub struct RunCounters {
     /// pg_stat_io's differences per backend type, object and context (16
     /// and later): rows whose counters all stood still are left out
     pub server_io: Option<serde_json::Value>,
+    /// rows of pgbench's own tables updated, and of those HOT updated
+    /// (pg_stat_user_tables): the run's HOT ratio
+    pub run_n_tup_upd: Option<i64>,
+    pub run_n_tup_hot_upd: Option<i64>,
 }
 
 /// `after - before` of a counter that only grows: None when either is
@@ -216,6 +224,8 @@ impl Counters {
                 db,
             ),
             server_io: io_delta(self.io.as_ref(), after.io.as_ref()),
+            run_n_tup_upd: grew(self.tup_upd, after.tup_upd, db),
+            run_n_tup_hot_upd: grew(self.tup_hot_upd, after.tup_hot_upd, db),
         }
     }
 }
@@ -243,12 +253,29 @@ pub struct RunResult {
     pub observed: serde_json::Value,
     /// why the run's observations disagree, if they do
     pub invalid: Option<String>,
+    /// the block devices beneath the run's tablespaces and what their
+    /// counters moved by (None: not read, as before 0.12.0)
+    pub device_io: Option<super::RunDeviceIo>,
+    /// the most memory the server could cache pgbench's data in at the
+    /// run's start, and where that was read from (`memory limit`: its
+    /// memory group's, as storlab.tablespaces() reads it; `MemTotal`)
+    pub memory_bytes: Option<i64>,
+    pub memory_source: Option<String>,
     #[serde(flatten)]
     pub counters: RunCounters,
 }
 
 impl Record for RunResult {
     const TABLE: &'static str = "storlab.bench_runs";
+    /// What 0.12.0 added beside a run's figures: an install whose table
+    /// lacks them (not updated yet) stores the run without them.
+    const OPTIONAL: &'static [&'static str] = &[
+        "device_io",
+        "memory_bytes",
+        "memory_source",
+        "run_n_tup_upd",
+        "run_n_tup_hot_upd",
+    ];
 }
 
 /// bytea's hex input form, `\x0a1b`.
@@ -279,7 +306,7 @@ mod tests {
             "checkpoints": 3, "buffers_checkpoint": 100, "buffers_backend": 7, "buffers_backend_fsync": 0,
             "blks_read": blks_read, "blks_hit": 1000, "blk_read_time": read_time, "blk_write_time": 0.0,
             "by_tablespace": {"pg_default": 40, "lab_ram": 2},
-            "run_by_tablespace": {"pg_default": 30},
+            "run_by_tablespace": {"pg_default": 30}, "tup_upd": 1000, "tup_hot_upd": 900,
             "wal_reset": "2026-11-24 10:00:00+00", "wal_io_reset": "2026-11-24 10:00:00+00",
             "checkpoint_reset": "2026-11-24 10:00:00+00", "backend_reset": "2026-11-24 10:00:00+00", "db_reset": null
         }))
@@ -294,7 +321,11 @@ mod tests {
         after.checkpoints = Some(4);
         after.by_tablespace.insert("lab_disk".into(), 9);
         after.run_by_tablespace.insert("pg_default".into(), 45);
+        after.tup_upd = Some(4000);
+        after.tup_hot_upd = Some(3500);
         let d = before.delta(&after);
+        assert_eq!(d.run_n_tup_upd, Some(3000));
+        assert_eq!(d.run_n_tup_hot_upd, Some(2600));
         assert_eq!(d.server_wal_bytes, Some(4_999_999_000));
         assert_eq!(d.server_wal_fpi, Some(2));
         assert_eq!(d.server_wal_write, Some(0));
@@ -360,6 +391,8 @@ mod tests {
         assert_eq!(d.db_blk_read_time_ms, None);
         assert_eq!(d.db_blks_read_by_tablespace, None);
         assert_eq!(d.run_blks_read_by_tablespace, None);
+        assert_eq!(d.run_n_tup_upd, None);
+        assert_eq!(d.run_n_tup_hot_upd, None);
         assert_eq!(d.server_wal_bytes, Some(1_000));
         // pg_stat_reset_shared('bgwriter') on 15 resets both groups
         let mut after = snapshot(2_000, 60, 0.2);
@@ -466,6 +499,9 @@ mod tests {
                 "pgbench_version",
                 "observed",
                 "invalid",
+                "device_io",
+                "memory_bytes",
+                "memory_source",
                 "server_wal_bytes",
                 "server_wal_fpi",
                 "server_wal_write",
@@ -481,8 +517,44 @@ mod tests {
                 "db_blk_write_time_ms",
                 "db_blks_read_by_tablespace",
                 "run_blks_read_by_tablespace",
-                "server_io"
+                "server_io",
+                "run_n_tup_upd",
+                "run_n_tup_hot_upd"
             ]
+        );
+    }
+
+    /// A library under an install not updated to 0.12.0 yet: its
+    /// bench_runs has no device_io, memory or tuple columns, and a run is
+    /// stored without them, not refused.
+    #[test]
+    fn a_table_before_0_12_stores_the_run_without_its_devices() {
+        let added = [
+            "device_io",
+            "memory_bytes",
+            "memory_source",
+            "run_n_tup_upd",
+            "run_n_tup_hot_upd",
+        ];
+        let before_0_12: Vec<String> = RunResult::columns()
+            .into_iter()
+            .filter(|c| !added.contains(&c.as_str()))
+            .collect();
+        let r = RunResult {
+            tps: Some(10.0),
+            device_io: Some(crate::record::RunDeviceIo::default()),
+            memory_bytes: Some(1 << 30),
+            memory_source: Some("MemTotal".into()),
+            counters: RunCounters {
+                run_n_tup_upd: Some(5),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(r.columns_in(&before_0_12).unwrap(), before_0_12);
+        assert_eq!(
+            r.columns_in(&RunResult::columns()).unwrap(),
+            RunResult::columns()
         );
     }
 

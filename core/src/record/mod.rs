@@ -11,19 +11,22 @@
 //!   in the session only)
 //! - [`Counters`]: the server's cumulative counters a run reads at its start
 //!   and end; [`Counters::delta`] gives a run's [`RunCounters`]
-//! - [`RunResult`]: what a measured run stores in its storlab.bench_runs row
+//! - [`RunResult`]: what a measured run stores in its storlab.bench_runs row,
+//!   with [`RunDeviceIo`]: the block devices beneath its tablespaces
 //! - [`ExperimentRecord`]: an experiment's storlab.experiment_records row,
 //!   [`ExperimentProgress`] and [`ExperimentWalStop`] what its job updates
 
 use serde::Serialize;
 
 mod counters;
+mod device_io;
 mod experiment;
 mod probe;
 mod relocation;
 pub mod snapshot_sql;
 
 pub use counters::{Counters, RunCounters, RunResult};
+pub use device_io::{DeviceUse, NoDevice, RunDeviceIo};
 pub use experiment::{ExperimentProgress, ExperimentRecord, ExperimentWalStop};
 pub use probe::{bytea_hex, timestamp_text, Probe};
 pub use relocation::Relocation;

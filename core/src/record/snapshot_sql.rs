@@ -56,7 +56,17 @@ fn wal_terms(major: u32) -> (&'static str, &'static str) {
     }
 }
 
-/// The terms and FROM items for the checkpointer's counters.
+/// The terms and FROM items for the checkpointer's counters. `checkpoints`
+/// counts the checkpoints the checkpointer began, timed
+/// (`checkpoint_timeout`) and requested (`max_wal_size`, a CHECKPOINT, a
+/// base backup) alike: 15's `checkpoints_timed + checkpoints_req`, 17's
+/// and 18's `num_timed + num_requested`. A checkpoint is counted when it
+/// begins (the checkpointer flushes its statistics while it writes), so a
+/// run during which one began counts it even when it ends after the run.
+/// 18's `num_done` counts them when they end instead, and would miss that
+/// one; a timed checkpoint skipped because nothing was written since the
+/// last is counted as begun on every major, which a run that writes never
+/// sees.
 fn checkpoint_terms(major: u32) -> (&'static str, &'static str) {
     if major >= 17 {
         (
@@ -157,6 +167,20 @@ fn by_tablespace(pgbench_only: bool) -> String {
     )
 }
 
+/// Rows updated (`n_tup_upd`), and of those HOT updated
+/// (`n_tup_hot_upd`), in pgbench's own tables of schema `$1`, from
+/// pg_stat_user_tables (the same on every major; a partitioned
+/// pgbench_accounts counts through its partitions). A backend adds its
+/// counts there when it flushes its statistics, at most once a second
+/// while it works and at its exit: the worker reads them once pgbench's
+/// sessions have exited.
+fn tuples(counter: &str) -> String {
+    format!(
+        "(SELECT sum({counter})::int8 FROM pg_stat_user_tables
+           WHERE schemaname = $1 AND relname ~ '^(pgbench_|storlab_bench_append)')"
+    )
+}
+
 /// The one-row query whose jsonb holds a [`super::Counters`] on `major`;
 /// `$1` is the schema of pgbench's tables. Run with
 /// `search_path = pg_catalog, pg_temp`: names are left bare.
@@ -179,12 +203,15 @@ pub fn counters(major: u32) -> String {
              'db_reset', d.stats_reset,
              {io},
              'by_tablespace', {all},
-             'run_by_tablespace', {own})
+             'run_by_tablespace', {own},
+             'tup_upd', {upd}, 'tup_hot_upd', {hot})
            FROM {from}
           WHERE d.datname = current_database()",
         io = io_terms(major),
         all = by_tablespace(false),
         own = by_tablespace(true),
+        upd = tuples("n_tup_upd"),
+        hot = tuples("n_tup_hot_upd"),
         from = from.join(", ")
     )
 }
@@ -297,6 +324,16 @@ mod tests {
     }
 
     #[test]
+    fn checkpoints_timed_and_requested_on_every_major() {
+        assert!(counters(15).contains("b.checkpoints_timed + b.checkpoints_req"));
+        for major in [17, 18] {
+            let q = counters(major);
+            assert!(q.contains("c.num_timed + c.num_requested"), "{major}: {q}");
+            assert!(!q.contains("num_done"), "{major}: counted when they begin");
+        }
+    }
+
+    #[test]
     fn every_major_gives_every_key() {
         // the keys of Counters, whatever view they came from
         for major in [15, 16, 17, 18] {
@@ -323,6 +360,8 @@ mod tests {
                 "'db_reset'",
                 "'by_tablespace'",
                 "'run_by_tablespace'",
+                "'tup_upd'",
+                "'tup_hot_upd'",
             ] {
                 assert_eq!(q.matches(key).count(), 1, "{major}: {key} in {q}");
             }

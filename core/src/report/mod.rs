@@ -2,6 +2,7 @@
 
 pub mod checks;
 pub mod compare;
+pub mod devices;
 pub mod experiment;
 pub mod io;
 pub mod latency;
