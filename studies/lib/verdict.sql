@@ -1,0 +1,126 @@
+-- What every study's report shares (\ir from each study): the table of
+-- verdicts studies/README.md is generated from, and the rule that gives a
+-- verdict. Kept in the lab's database (public), one row per comparison and
+-- study run; a study run replaces its own rows.
+--
+-- The rule, from the lab's effect (percent, with its Welch 95 % interval)
+-- and the seed's figure (a range seed_low..seed_high, a point when equal;
+-- a bound such as "as much as -60 %" is the range 0..-60):
+--   reproduced                     the interval excludes 0 on the seed's
+--                                  side and overlaps the seed's range
+--   not reproduced                 the interval excludes 0 on the other side,
+--                                  or on the seed's side but misses its range
+--                                  (the why column says which)
+--   same direction, not significant the interval holds 0, the estimate is on
+--                                  the seed's side
+--   not reproduced (opposite sign, not significant) otherwise: the estimate's
+--                                  sign is the seed's opposite, the interval
+--                                  holds 0
+--   not comparable                 set by a study where its lab cannot
+--                                  measure what the seed measured, with why
+-- each run of a study: its report reads what was measured since
+CREATE TABLE IF NOT EXISTS public.study_runs (
+    study      integer NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE TABLE IF NOT EXISTS public.study_verdicts (
+    study        integer NOT NULL,
+    comparison   text    NOT NULL,
+    seed_setup   text    NOT NULL,
+    lab_setup    text    NOT NULL,
+    metric       text    NOT NULL,
+    seed_figure  text    NOT NULL,           -- as the seed printed it
+    seed_low     numeric,                    -- its range, percent
+    seed_high    numeric,
+    n_base       integer,
+    n_other      integer,
+    base_mean    numeric,
+    other_mean   numeric,
+    lab_pct      numeric,
+    lab_low      numeric,
+    lab_high     numeric,
+    p_value      numeric,
+    verdict      text    NOT NULL,
+    why          text,
+    recorded_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (study, comparison)
+);
+
+CREATE OR REPLACE FUNCTION public.study_verdict(seed_low numeric, seed_high numeric,
+                                                est numeric, lo numeric, hi numeric,
+                                                OUT verdict text, OUT why text)
+LANGUAGE sql IMMUTABLE AS $$
+  WITH s AS (SELECT least(seed_low, seed_high) AS s_lo, greatest(seed_low, seed_high) AS s_hi,
+                    sign(coalesce(nullif(seed_low, 0), seed_high)) AS side)
+  SELECT CASE
+           WHEN lo IS NULL OR hi IS NULL THEN 'not comparable'
+           WHEN lo > 0 AND s.side > 0 OR hi < 0 AND s.side < 0 THEN
+             CASE WHEN hi >= s.s_lo AND lo <= s.s_hi THEN 'reproduced' ELSE 'not reproduced' END
+           WHEN lo > 0 OR hi < 0 THEN 'not reproduced'
+           WHEN sign(est) = s.side THEN 'same direction, not significant'
+           ELSE 'not reproduced'
+         END,
+         CASE
+           WHEN lo IS NULL OR hi IS NULL THEN 'no interval: fewer than two valid runs on a side'
+           WHEN lo > 0 AND s.side > 0 OR hi < 0 AND s.side < 0 THEN
+             CASE WHEN hi >= s.s_lo AND lo <= s.s_hi THEN NULL
+                  WHEN abs(hi) < abs(s.s_lo) AND abs(lo) < abs(s.s_lo) THEN 'the seed''s direction, significantly smaller than its figure'
+                  ELSE 'the seed''s direction, significantly larger than its figure' END
+           WHEN lo > 0 OR hi < 0 THEN 'significant, in the opposite direction'
+           WHEN sign(est) = s.side THEN NULL
+           ELSE 'the estimate''s sign is the opposite of the seed''s (not significant)'
+         END
+    FROM s
+$$;
+
+-- study_record(study, comparison, seed_setup, lab_setup, metric, seed_figure,
+-- seed_low, seed_high, base float8[], other float8[]): the lab's effect of
+-- other against base, its interval and the verdict, stored (replacing the
+-- comparison's earlier row).
+CREATE OR REPLACE FUNCTION public.study_record(p_study integer, p_comparison text, p_seed_setup text,
+                                               p_lab_setup text, p_metric text, p_seed_figure text,
+                                               p_seed_low numeric, p_seed_high numeric,
+                                               base float8[], other float8[],
+                                               p_verdict text DEFAULT NULL, p_why text DEFAULT NULL)
+RETURNS void LANGUAGE sql AS $$
+  INSERT INTO public.study_verdicts AS v
+  SELECT p_study, p_comparison, p_seed_setup, p_lab_setup, p_metric, p_seed_figure, p_seed_low, p_seed_high,
+         c.n_a, c.n_b, c.mean_a, c.mean_b, round(c.change_pct::numeric, 1),
+         round(c.change_ci95_low_pct::numeric, 1), round(c.change_ci95_high_pct::numeric, 1),
+         round(c.p_value::numeric, 4),
+         coalesce(p_verdict, d.verdict), coalesce(p_why, d.why)
+    FROM storlab.compare_samples(base, other) c
+   CROSS JOIN LATERAL public.study_verdict(p_seed_low, p_seed_high, c.change_pct::numeric,
+                                           c.change_ci95_low_pct::numeric, c.change_ci95_high_pct::numeric) d
+  ON CONFLICT (study, comparison) DO UPDATE
+     SET seed_setup = excluded.seed_setup, lab_setup = excluded.lab_setup, metric = excluded.metric,
+         seed_figure = excluded.seed_figure, seed_low = excluded.seed_low, seed_high = excluded.seed_high,
+         n_base = excluded.n_base, n_other = excluded.n_other, base_mean = excluded.base_mean,
+         other_mean = excluded.other_mean, lab_pct = excluded.lab_pct, lab_low = excluded.lab_low,
+         lab_high = excluded.lab_high, p_value = excluded.p_value, verdict = excluded.verdict,
+         why = excluded.why, recorded_at = clock_timestamp()
+$$;
+
+-- A study's verdicts as its report prints them.
+CREATE OR REPLACE VIEW public.study_table AS
+SELECT study, comparison, seed_figure AS seed, metric,
+       lab_pct || ' % (' || lab_low || ' .. ' || lab_high || ')' AS "lab, 95 % interval",
+       n_base || ' + ' || n_other AS runs, p_value AS p, verdict, why
+  FROM public.study_verdicts;
+
+-- The TPS of an experiment's valid measured runs of one layout (and
+-- fillfactor): what its report pools, as an array for study_record.
+CREATE OR REPLACE FUNCTION public.study_tps(p_experiment bigint, p_layout text, p_fillfactor integer DEFAULT NULL)
+RETURNS float8[] LANGUAGE sql STABLE AS $$
+  SELECT array_agg(tps ORDER BY repetition)
+    FROM storlab.bench_runs
+   WHERE experiment_id = p_experiment AND experiment_layout = p_layout
+     AND (p_fillfactor IS NULL OR fillfactor = p_fillfactor)
+     AND NOT warmup AND invalid IS NULL AND tps IS NOT NULL
+$$;
+
+-- The newest experiment of a study, by the name it gave it.
+CREATE OR REPLACE FUNCTION public.study_experiment(p_name text) RETURNS bigint LANGUAGE sql STABLE AS $$
+  SELECT max(id) FROM storlab.experiments WHERE name = p_name AND status = 'done'
+$$;
