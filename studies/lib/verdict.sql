@@ -19,6 +19,10 @@
 --   not comparable                 set by a study where its lab cannot
 --                                  measure what the seed measured, with why
 -- each run of a study: its report reads what was measured since
+-- the reports call storlab functions of the installed release: checked when
+-- a report runs, not when this file is read
+SET check_function_bodies = off;
+
 CREATE TABLE IF NOT EXISTS public.study_runs (
     study      integer NOT NULL,
     started_at timestamptz NOT NULL DEFAULT clock_timestamp()
