@@ -3,9 +3,9 @@
 # scripts/test with prove). A throwaway studies lab of its own
 # (STORLAB_BOUND_LAB_DIR, STORLAB_BOUND_LAB_PORT) holds its server and page
 # cache to 96 MB while pgbench's data is four times that; an experiment
-# puts pgbench's tables and indexes on a 200-IOPS disk (lab_ext4, throttled)
+# puts pgbench's tables and indexes on a drive of 200 I/Os a second (lab_ext4)
 # and on the VM's own disk (lab_disk), six repetitions of 3 s. The
-# throttled layout must lose, significantly. (With four, one disk run from
+# drive's layout must lose, significantly. (With four, one disk run from
 # a warm cache, twice its layout's mean, once left the difference of 26
 # times at p 0.053 on 18: Welch's test on raw TPS needs the repetitions.)
 #
@@ -13,7 +13,7 @@
 # storage-bound, both layouts would run from memory at CPU speed, and no
 # difference would be found. STORLAB_LAB_MEMORY_MB=0 (no memory limit)
 # shows it: the test then fails.
-# Root only (loop devices, cgroups, throttles): skipped otherwise.
+# Root only (loop devices, cgroups, drive daemons): skipped otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
