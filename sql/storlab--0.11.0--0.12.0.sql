@@ -229,3 +229,62 @@ BEGIN
     END LOOP;
   END IF;
 END $$;
+
+
+------------------------------------------------------------------------
+-- compare_samples() gives the interval of the change: Welch's 95 %
+-- interval of mean_b - mean_a (Welch-Satterthwaite degrees of freedom), in
+-- percent of mean_a so that it brackets change_pct, as two columns at the
+-- end of its row (change_ci95_low_pct, change_ci95_high_pct); the columns
+-- before them keep their places. Made anew (a C symbol of its own,
+-- compare_samples_change_ci_wrapper; 0.11.0's compare_samples_wrapper
+-- stays in the library for an install not updated yet), with the ACL the
+-- old one had: the default (EXECUTE for PUBLIC), as a fresh install has
+-- it, or whatever a DBA made of it.
+ALTER FUNCTION storlab.compare_samples(double precision[], double precision[]) RENAME TO compare_samples_0_11;
+CREATE FUNCTION storlab."compare_samples"(
+	"a" double precision[], /* :: std :: option :: Option < Vec < Option < f64 > > > */
+	"b" double precision[] /* :: std :: option :: Option < Vec < Option < f64 > > > */
+) RETURNS TABLE (
+	"n_a" INT,  /* i32 */
+	"mean_a" double precision,  /* f64 */
+	"ci95_low_a" double precision,  /* Option < f64 > */
+	"ci95_high_a" double precision,  /* Option < f64 > */
+	"n_b" INT,  /* i32 */
+	"mean_b" double precision,  /* f64 */
+	"ci95_low_b" double precision,  /* Option < f64 > */
+	"ci95_high_b" double precision,  /* Option < f64 > */
+	"change_pct" double precision,  /* Option < f64 > */
+	"p_value" double precision,  /* Option < f64 > */
+	"significant" bool,  /* Option < bool > */
+	"change_ci95_low_pct" double precision,  /* Option < f64 > */
+	"change_ci95_high_pct" double precision  /* Option < f64 > */
+)
+IMMUTABLE PARALLEL SAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'compare_samples_change_ci_wrapper';
+
+DO $$
+DECLARE
+    g record;
+BEGIN
+    -- NULL: the default, EXECUTE for PUBLIC, which the new one has too
+    IF (SELECT p.proacl IS NOT NULL
+          FROM pg_catalog.pg_proc p
+         WHERE p.oid = 'storlab.compare_samples_0_11(double precision[], double precision[])'::pg_catalog.regprocedure) THEN
+        REVOKE ALL ON FUNCTION storlab.compare_samples(double precision[], double precision[]) FROM PUBLIC;
+        FOR g IN
+            SELECT a.grantee, a.is_grantable
+              FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+             WHERE p.oid = 'storlab.compare_samples_0_11(double precision[], double precision[])'::pg_catalog.regprocedure
+               AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
+        LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION storlab.compare_samples(double precision[], double precision[]) TO %s%s',
+                CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.grantee::regrole::text) END,
+                CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END IF;
+END
+$$;
+DROP FUNCTION storlab.compare_samples_0_11(double precision[], double precision[]);

@@ -187,6 +187,25 @@ pub struct Difference {
     pub df: f64,
 }
 
+impl Difference {
+    /// Half the width of the Welch interval of `diff` at `confidence`
+    /// (0.95: the 95 % interval diff ± t_{0.975}(df) · se), with the
+    /// Welch–Satterthwaite df: the interval that leaves out 0 exactly when
+    /// Welch's two-sided test at 1 − confidence calls the difference
+    /// significant.
+    ///
+    /// With zero variance on both sides (se = 0, df undefined) it is 0: the
+    /// runs show no spread, as a side's own interval of zero width does
+    /// ([`summarize`]), and the zero-width interval agrees with [`welch`]'s
+    /// verdict then (p = 0 for different means, p = 1 for equal ones).
+    pub fn half_width(&self, confidence: f64) -> f64 {
+        if self.se == 0.0 {
+            return 0.0;
+        }
+        student_t_quantile(0.5 + confidence / 2.0, self.df) * self.se
+    }
+}
+
 /// [`Difference`] of a's mean over b's; None when either side has fewer
 /// than two runs (no variance to estimate).
 pub fn difference(a: &[f64], b: &[f64]) -> Option<Difference> {
@@ -853,6 +872,78 @@ mod tests {
         assert_eq!(w.t, 0.0);
         assert_eq!(w.p_value, 1.0);
         assert!(w.df.is_nan());
+    }
+
+    #[test]
+    fn welch_interval_half_width() {
+        // Equal sizes and spreads, by hand: s² = 1 on each side, n = 3, so
+        // se² = 1/3 + 1/3 = 2/3 and df = (2/3)² / (2 · (1/3)² / 2) = 4;
+        // half = t_{0.975}(4) · √(2/3) = 2.7764451051977934 · 0.816496580927726
+        // (the quantile is scipy.stats.t.ppf(0.975, 4), as above).
+        let d = difference(&[19.0, 20.0, 21.0], &[9.0, 10.0, 11.0]).unwrap();
+        close(d.diff, 10.0, TOL);
+        close(d.df, 4.0, TOL);
+        close(d.half_width(0.95), 2.266_957_935_527_519_7, TOL);
+
+        // Unequal sizes and spreads (the Welch case of welch_unequal_variances
+        // above, df = 4.243387213799268): the t quantile at that df as the root
+        // of mpmath's (50 digits) 1 − ½·betainc(df/2, ½, 0, df/(df + t²),
+        // regularized=True) = 0.975 is 2.7147545382674159, and that times
+        // √(s_a²/3 + s_b²/4) is 28.191687114617545.
+        let d = difference(&[1602.0, 1580.0, 1611.0, 1598.0], &[1510.0, 1495.0, 1523.0]).unwrap();
+        close(d.df, 4.243_387_213_799_268, TOL);
+        close(d.half_width(0.95), 28.191_687_114_617_545, TOL);
+        // The 99 % interval: mpmath as above, at 0.995, gives
+        // t = 4.4286660909115348, times the same se: 45.990002783005169.
+        close(d.half_width(0.99), 45.990_002_783_005_17, TOL);
+
+        // One side constant: df = n − 1 of the other (3), by hand
+        // half = t_{0.975}(3) · √(0 + (5/3)/4) = 3.182446305284263 · 0.6454972243679028
+        // = 2.05426025676088 (scipy.stats.t.ppf(0.975, 3) = 3.182446305284263;
+        // mpmath's quantile as above gives 2.054260256760522).
+        let d = difference(&[4.0, 6.0, 5.0, 7.0], &[5.0, 5.0, 5.0]).unwrap();
+        close(d.half_width(0.95), 2.054_260_256_760_522, TOL);
+
+        // Both constant: no spread, a zero-width interval, as welch() gives
+        // p = 0 (different means) or p = 1 (equal ones).
+        assert_eq!(
+            difference(&[6.0, 6.0], &[5.0, 5.0, 5.0])
+                .unwrap()
+                .half_width(0.95),
+            0.0
+        );
+        assert_eq!(
+            difference(&[5.0, 5.0], &[5.0, 5.0, 5.0])
+                .unwrap()
+                .half_width(0.95),
+            0.0
+        );
+    }
+
+    #[test]
+    fn welch_interval_leaves_out_zero_exactly_when_significant() {
+        for (a, b) in [
+            (&[748.0, 702.0, 794.0][..], &[355.0, 371.0, 340.0][..]),
+            (&[100.0, 110.0, 90.0][..], &[101.0, 95.0, 108.0][..]),
+            (
+                &[1, 2, 3, 4].map(f64::from)[..],
+                &[2, 4, 6, 8, 10].map(f64::from)[..],
+            ),
+            (
+                &[10.1, 9.8, 10.4, 10.0, 9.9, 10.3][..],
+                &[10.6, 11.2, 10.1, 11.5, 10.9][..],
+            ),
+        ] {
+            let d = difference(b, a).unwrap();
+            let h = d.half_width(0.95);
+            let leaves_out_zero = d.diff - h > 0.0 || d.diff + h < 0.0;
+            let w = welch(b, a).unwrap();
+            assert_eq!(
+                leaves_out_zero,
+                w.significant(ALPHA, Sides::Two),
+                "{a:?} {b:?}"
+            );
+        }
     }
 
     #[test]
