@@ -83,8 +83,21 @@ drives_of_devices() {
   local dev back
   for dev in "$@"; do
     back=$(losetup -n -O BACK-FILE "$dev" 2>/dev/null | sed 's/ *$//')
-    [[ $back == "$DRIVES_DIR/"* ]] && basename "${back%.s[0-9]*}"
+    if [[ $back == "$DRIVES_DIR/"* ]]; then basename "${back%.s[0-9]*}"; fi
   done | sort -u
+}
+
+# The lab's tablespaces (names without lab_) with a device on one of the
+# drives named: a pool volume's budget is its sibling's too.
+volumes_on_drives() {
+  local f
+  for f in "$LAB_DIR"/devices/*; do
+    [[ -f $f ]] || continue
+    # shellcheck disable=SC2046 # devices are words
+    if comm -12 <(drives_of_devices $(cat "$f")) <(printf '%s\n' "$@" | sort -u) | grep -q .; then
+      basename "$f"
+    fi
+  done
 }
 
 # drive_budget NAME IOPS MBPS: a running drive's new budget, through QMP.

@@ -31,7 +31,7 @@ fi
 trap 'scripts/lab stop >/dev/null 2>&1' EXIT
 rules() { cat "$BLKIO"/blkio.throttle.{read,write}_iops_device | cut -d' ' -f1 | sort -u; }
 
-echo "1..14"
+echo "1..17"
 scripts/lab start --studies >/dev/null 2>&1 || { echo "Bail out! could not start a studies lab in $STORLAB_LAB_DIR"; exit 1; }
 drives=$STORLAB_LAB_DIR/drives
 daemons() { pgrep -f -- "qemu-storage-daemon .*$drives/" | sort; }
@@ -108,6 +108,19 @@ said=$("$PG_BIN/psql" -X -At -h "$STORLAB_LAB_DIR/sock" -p "$STORLAB_LAB_PORT" -
          -c "SELECT shobj_description(oid, 'pg_tablespace') FROM pg_tablespace WHERE spcname = 'lab_ext4_slow'")
 is "$(qmp ext4_slow.0):${said%%;*}" "50 41943040:device class: set by scripts/lab budget to 50 I/Os and 40 MB a second per drive, reads and writes from one budget" \
   "scripts/lab budget changes a drive's one budget in its daemon, and the tablespace's comment says so"
+comment() { "$PG_BIN/psql" -X -At -h "$STORLAB_LAB_DIR/sock" -p "$STORLAB_LAB_PORT" -U postgres -d storlab_lab \
+              -c "SELECT shobj_description(oid, 'pg_tablespace') FROM pg_tablespace WHERE spcname = '$1'"; }
+scripts/lab budget lab_pool_raid1 300 >/dev/null
+said=$(comment lab_pool_raid6)
+is "$(qmp pool.0):${said%%;*}" "300 157286400:device class: set by scripts/lab budget (through lab_pool_raid1, which shares its drives) to 300 I/Os and 150 MB a second per drive, reads and writes from one budget" \
+  "a pool volume's budget is its sibling's: both comments say so"
+out=$(scripts/lab budget lab_ssd 500 2>&1)
+is "$?:$(echo "$out" | grep -c 'throttle lab_ssd')" "1:1" "budget refuses lab_ssd (blkio), naming the throttle command"
+zram=/dev/zram$(cat "$STORLAB_LAB_DIR/zram_id")
+scripts/lab throttle "$zram" 1500 1500 >/dev/null
+said=$(comment lab_zram)
+is "${said%%;*}" "device class: set by scripts/lab throttle to 1500 random read and 1500 write IOPS per device (blkio throttle)" \
+  "throttle on a device (the zram device) restates its tablespace's class"
 out=$(scripts/lab throttle lab_ext4_slow 50 50 2>&1)
 echo "$out" | grep -q "is on drives" && tap ok "scripts/lab throttle refuses a volume on drives, naming budget" || tap fail "throttle on a drive volume: $out"
 
