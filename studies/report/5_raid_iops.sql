@@ -1,6 +1,6 @@
 -- Study 5's report, from the probes its newest run stored (label 'study 5').
 CREATE TEMP VIEW study5 AS
-SELECT substr(p.tablespace, 12) AS level, p.workload, p.iops, p.lat_p50_us, p.lat_p99_us
+SELECT substr(p.tablespace, 11) AS level, p.workload, p.iops, p.lat_p50_us, p.lat_p99_us
   FROM storlab.probes p
  WHERE p.label = 'study 5' AND p.started_at >= (SELECT max(started_at) FROM public.study_runs WHERE study = 5);
 
@@ -8,7 +8,7 @@ SELECT substr(p.tablespace, 12) AS level, p.workload, p.iops, p.lat_p50_us, p.la
 -- those of drives serving one request at a time from one budget.
 SELECT level, workload, count(*) AS probes, round(avg(iops)) AS iops,
        round(s.ci95_low_b) || '..' || round(s.ci95_high_b) AS iops_ci95,
-       round(avg(lat_p50_us) / 1000, 1) AS p50_ms, round(avg(lat_p99_us) / 1000, 1) AS p99_ms
+       round(avg(lat_p50_us)::numeric / 1000, 1) AS p50_ms, round(avg(lat_p99_us)::numeric / 1000, 1) AS p99_ms
   FROM study5 x
   CROSS JOIN LATERAL (SELECT array_agg(iops) AS v FROM study5 r WHERE r.level = x.level AND r.workload = x.workload) a
   CROSS JOIN LATERAL storlab.compare_samples(a.v, a.v) s
