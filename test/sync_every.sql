@@ -112,7 +112,8 @@ SELECT is((SELECT max(samples) FROM storlab.probe_latency(ARRAY[(SELECT id FROM 
 -- their verdict would speak first.)
 SET LOCAL temp_tablespaces = '';
 UPDATE storlab.job_records SET status = 'failed' WHERE kind = 'experiment' AND status = 'done';
-DELETE FROM storlab.probes;
+-- (every probe, and what refers to them: baselines other files left)
+TRUNCATE storlab.probes CASCADE;
 CREATE TEMP TABLE figs (tablespace name, workload text, mib_s float8, suite text, sync_every int, label text, age int);
 INSERT INTO figs
 SELECT 'pg_default', w, 100, 'standard', NULL::int, 'suite', 0 FROM unnest('{seqread,seqwrite}'::text[]) w
