@@ -9,7 +9,7 @@
 -- Lab: lab_pool_raid6 and lab_pool_raid1, btrfs raid6 and raid1 over two
 -- slices of the same 4 drives (200 I/Os a second each, one budget shared by
 -- both volumes); pgbench's data four times the lab's memory limit (:scale);
--- 32 clients; five repetitions of 60 s runs after 10 s of warm-up, longer
+-- 32 clients; five repetitions of 40 s runs after 10 s of warm-up, longer
 -- than checkpoint_timeout (30 s), so every run contains a checkpoint; the
 -- layouts in alternating order. pg_wal cannot move while the server runs:
 -- scripts/lab drive moves it (server stopped) between runs.
@@ -20,7 +20,7 @@ CALL storlab.experiment('study 1: WAL and indexes on RAID 1 beside RAID 6, one p
   '[{"name": "all-raid6",     "tables": "lab_pool_raid6", "indexes": "lab_pool_raid6", "wal": "lab_pool_raid6"},
     {"name": "wal-raid1",     "tables": "lab_pool_raid6", "indexes": "lab_pool_raid6", "wal": "lab_pool_raid1"},
     {"name": "wal+idx-raid1", "tables": "lab_pool_raid6", "indexes": "lab_pool_raid1", "wal": "lab_pool_raid1"}]',
-  clients => '{32}', jobs => 2, duration => '60 s', repetitions => 5, warmup => '10 s', scale => :scale) \gset
+  clients => '{32}', jobs => 2, duration => '40 s', repetitions => 5, warmup => '10 s', scale => :scale) \gset
 -- (\! takes its line as it is: the id reaches the shell through the environment)
 \setenv EXPERIMENT_ID :experiment_id
 \! scripts/lab drive $EXPERIMENT_ID

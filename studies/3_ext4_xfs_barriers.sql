@@ -5,7 +5,7 @@
 -- Lab: tables, indexes and pg_wal all on lab_ext4 (barriers on, the
 -- default) or all on lab_ext4_nobarrier (barrier=0), two drives of the same
 -- class, 200 I/Os a second each for reads and writes together; data four
--- times the lab's memory limit (:scale); 8 clients; five repetitions of 60 s
+-- times the lab's memory limit (:scale); 8 clients; five repetitions of 40 s
 -- runs after 10 s of warm-up (every run contains a checkpoint), in
 -- alternating order. Then the same with the data in memory (scale 5), where
 -- every transaction waits on its commit. (XFS dropped nobarrier in Linux
@@ -19,7 +19,7 @@ SET client_min_messages = warning;
 CALL storlab.experiment('study 3: write barriers, the whole volume',
   '[{"name": "barriers-off", "tables": "lab_ext4_nobarrier", "indexes": "lab_ext4_nobarrier", "wal": "lab_ext4_nobarrier"},
     {"name": "barriers-on",  "tables": "lab_ext4",           "indexes": "lab_ext4",           "wal": "lab_ext4"}]',
-  clients => '{8}', jobs => 2, duration => '60 s', repetitions => 5, warmup => '10 s', scale => :scale) \gset
+  clients => '{8}', jobs => 2, duration => '40 s', repetitions => 5, warmup => '10 s', scale => :scale) \gset
 \setenv EXPERIMENT_ID :experiment_id
 \! scripts/lab drive $EXPERIMENT_ID
 \! scripts/lab wal pg_default

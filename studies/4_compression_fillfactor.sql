@@ -8,7 +8,7 @@
 -- with lz4 (its mm_stat says what it stores), and lab_ssd, its uncompressed
 -- twin; pgbench's data four times the lab's memory limit (:scale) at
 -- fillfactor 100, 70 and 50 (pgbench -i for each); 32 clients (128 would
--- not fit the lab's memory limit); five repetitions of 45 s after 15 s of
+-- not fit the lab's memory limit); five repetitions of 35 s after 10 s of
 -- warm-up, so every run contains a checkpoint. The device's share of the
 -- fillfactor gain is the interaction: the gain on lab_zram beyond the gain
 -- on lab_ssd. HOT updates: after pgbench -i a fillfactor-100 page of
@@ -21,6 +21,6 @@ SET client_min_messages = warning;
 CALL storlab.experiment('study 4: fillfactor on a compressing device and its uncompressed twin',
   '[{"name": "zram-lz4", "tables": "lab_zram", "indexes": "lab_zram"},
     {"name": "ssd",      "tables": "lab_ssd",  "indexes": "lab_ssd"}]',
-  clients => '{32}', jobs => 2, duration => '45 s', repetitions => 5, warmup => '15 s', scale => :scale,
+  clients => '{32}', jobs => 2, duration => '35 s', repetitions => 5, warmup => '10 s', scale => :scale,
   fillfactors => '{100,70,50}') \gset
 \ir report/4_compression_fillfactor.sql

@@ -14,7 +14,7 @@ SELECT tablespace, count(*) AS probes, round(avg(iops)) AS commits_per_s, round(
   FROM commits GROUP BY tablespace ORDER BY tablespace;
 SELECT public.study_record(3, 'barriers on vs off, data 4 x memory',
          'pgbench on ext4 and XFS, the whole volume with and without barriers',
-         format('scale %s (4 x memory), 8 clients, 60 s; tables, indexes and WAL on lab_ext4 vs lab_ext4_nobarrier, one drive each', :scale),
+         format('scale %s (4 x memory), 8 clients, 40 s; tables, indexes and WAL on lab_ext4 vs lab_ext4_nobarrier, one drive each', :scale),
          'TPS', 'down by as much as ~60 %', -60, 0,
          public.study_tps(:big, 'barriers-off'), public.study_tps(:big, 'barriers-on'));
 SELECT public.study_record(3, 'barriers on vs off, data in memory',

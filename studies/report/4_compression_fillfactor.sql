@@ -8,13 +8,13 @@ SELECT layout, fillfactor AS ff, runs, round(tps_mean) AS tps, round(tps_ci95_lo
   FROM storlab.experiment_report(:experiment_id) ORDER BY layout, fillfactor DESC;
 SELECT public.study_record(4, format('fillfactor %s vs 100, TPS on the compressing device', o.ff),
          'scale 10000, 128 clients, a compressing SSD',
-         format('scale %s (4 x memory), 32 clients, 45 s; ext4 on zram (lz4) at an SSD class', :scale),
+         format('scale %s (4 x memory), 32 clients, 35 s; ext4 on zram (lz4) at an SSD class', :scale),
          'TPS', o.seed, o.pct, o.pct,
          public.study_tps(:experiment_id, 'zram-lz4', 100), public.study_tps(:experiment_id, 'zram-lz4', o.ff))
   FROM (VALUES (70, '+38 %', 38), (50, '+46 %', 46)) o(ff, seed, pct);
 SELECT public.study_record(4, format('fillfactor %s vs 100, TPS on the uncompressed twin', o.ff),
          '(the seed had no uncompressed twin)',
-         format('scale %s (4 x memory), 32 clients, 45 s; ext4 on an image at the same SSD class', :scale),
+         format('scale %s (4 x memory), 32 clients, 35 s; ext4 on an image at the same SSD class', :scale),
          'TPS', '(none)', NULL, NULL,
          public.study_tps(:experiment_id, 'ssd', 100), public.study_tps(:experiment_id, 'ssd', o.ff),
          'not comparable', 'the gain fillfactor gives without compression: what the compressing device adds is the difference')
