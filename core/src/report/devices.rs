@@ -203,6 +203,24 @@ pub fn per_tx_text(x: f64) -> String {
     }
 }
 
+/// A time setting as SHOW prints it (`30s`, `5min`, `1h`, `500ms`, `1d`),
+/// in seconds; None when it reads otherwise.
+pub fn setting_seconds(v: &str) -> Option<f64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let (n, unit) = v.split_at(split);
+    let n: f64 = n.parse().ok()?;
+    let scale = match unit.trim() {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "min" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        _ => return None,
+    };
+    Some(n * scale)
+}
+
 fn setting(name: &str, v: &Option<String>) -> String {
     match v {
         Some(v) => format!("{name} ({v})"),
@@ -307,8 +325,21 @@ pub fn cell_figures(runs: &[&RunFigures]) -> CellFigures {
     }
     let device_reads_per_tx = (tx > 0).then(|| reads as f64 / tx as f64);
     let mut caveats = Vec::new();
-    if !counted.is_empty() && counted.iter().all(|&c| c == 0) && runs.iter().any(|r| r.writing()) {
-        let first = runs.iter().find(|r| r.checkpoints.is_some());
+    let first = runs.iter().find(|r| r.checkpoints.is_some());
+    // A checkpoint behind its schedule (slow storage) reports itself to the
+    // statistics only when it ends, so a run shorter than its write time
+    // counts none though one began in it. A writing run longer than
+    // checkpoint_timeout holds one, whatever was counted.
+    let timeout_s = first
+        .and_then(|r| r.checkpoint_timeout.as_deref())
+        .and_then(setting_seconds);
+    let outlasts_timeout = timeout_s
+        .is_some_and(|t| runs.iter().any(|r| r.duration_s > t));
+    if !counted.is_empty()
+        && counted.iter().all(|&c| c == 0)
+        && runs.iter().any(|r| r.writing())
+        && !outlasts_timeout
+    {
         caveats.push(Caveat::NoCheckpoint {
             runs: counted.len(),
             duration_s: runs.iter().map(|r| r.duration_s).fold(0.0, f64::max),

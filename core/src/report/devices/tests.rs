@@ -195,6 +195,41 @@ fn a_writing_workload_without_a_checkpoint() {
         .caveats
         .iter()
         .any(|c| matches!(c, Caveat::NoCheckpoint { .. })));
+    // runs of 40 s under a 30 s checkpoint_timeout each held one, though
+    // none was counted: a checkpoint behind its schedule reports when it
+    // ends, after such a run (seen on a 200-I/O drive)
+    let long = RunFigures {
+        duration_s: 40.0,
+        checkpoint_timeout: Some("30s".into()),
+        ..runs[0].clone()
+    };
+    let f = cell_figures(&[&long, &long]);
+    assert!(!f
+        .caveats
+        .iter()
+        .any(|c| matches!(c, Caveat::NoCheckpoint { .. })));
+    assert_eq!(f.checkpoints_per_run, Some(0.0));
+    // shorter than the timeout: said
+    let short = RunFigures {
+        duration_s: 20.0,
+        ..long.clone()
+    };
+    assert!(cell_figures(&[&short])
+        .caveats
+        .iter()
+        .any(|c| matches!(c, Caveat::NoCheckpoint { .. })));
+}
+
+#[test]
+fn time_settings_in_seconds() {
+    assert_eq!(setting_seconds("30s"), Some(30.0));
+    assert_eq!(setting_seconds("5min"), Some(300.0));
+    assert_eq!(setting_seconds("1h"), Some(3600.0));
+    assert_eq!(setting_seconds("500ms"), Some(0.5));
+    assert_eq!(setting_seconds("2d"), Some(172_800.0));
+    assert_eq!(setting_seconds("90"), Some(90.0));
+    assert_eq!(setting_seconds("soon"), None);
+    assert_eq!(setting_seconds("3 weeks"), None);
 }
 
 #[test]
