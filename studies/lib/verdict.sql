@@ -159,4 +159,22 @@ CREATE OR REPLACE FUNCTION public.study_experiment(p_name text) RETURNS bigint L
   SELECT max(id) FROM storlab.experiments WHERE name = p_name AND status = 'done'
 $$;
 
+-- The checkpoints the server log says began within each measured run of an
+-- experiment (log_checkpoints is on in the studies lab): the statistics
+-- count a checkpoint behind its schedule only when it ends, often after
+-- the run (docs/experiment.md), the log when it begins.
+CREATE OR REPLACE FUNCTION public.study_log_checkpoints(p_experiment bigint, p_log text)
+RETURNS TABLE (layout text, fillfactor integer, runs bigint, checkpoints_per_run numeric)
+LANGUAGE sql STABLE AS $$
+  WITH began AS (
+    SELECT substring(l FROM '^(\S+ \S+ \S+) ')::timestamptz AS at
+      FROM regexp_split_to_table(pg_catalog.pg_read_file(p_log), E'\n') l
+     WHERE l ~ '^\S+ \S+ \S+ \[\d+\] LOG:  checkpoint starting')
+  SELECT r.experiment_layout, r.fillfactor, count(*),
+         round(avg((SELECT count(*) FROM began b WHERE b.at >= r.started_at AND b.at < r.finished_at)), 1)
+    FROM storlab.bench_runs r
+   WHERE r.experiment_id = p_experiment AND NOT r.warmup AND r.invalid IS NULL
+   GROUP BY 1, 2 ORDER BY 1, 2
+$$;
+
 \set ECHO queries

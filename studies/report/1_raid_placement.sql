@@ -12,6 +12,8 @@ SELECT layout, device, tablespaces, round(reads_per_tx::numeric, 2) AS reads_per
 -- Each run's TPS in order: the drift over the experiment, if any.
 SELECT experiment_layout AS layout, string_agg(round(tps)::text, ' ' ORDER BY started_at) AS tps_in_order
   FROM storlab.bench_runs WHERE experiment_id = :experiment_id AND NOT warmup GROUP BY 1;
+-- the checkpoints each layout's measured runs held, by the server log
+SELECT * FROM public.study_log_checkpoints(:experiment_id, :'server_log');
 SELECT public.study_record(1, 'WAL to RAID 1 vs all on RAID 6',
          'scale 5000, 32 clients, 120 s; RAID 6 and RAID 1 volumes of one 16-drive pool',
          format('scale %s (4 x memory), 32 clients, 40 s; btrfs raid6 and raid1 on two slices of the same 4 drives', :scale),

@@ -6,6 +6,9 @@ SELECT e.which, r.layout, r.runs, round(r.tps_mean) AS tps, round(r.tps_ci95_low
        round(r.checkpoints_per_run::numeric, 1) AS ckpt_per_run, round(r.device_reads_per_tx::numeric, 2) AS dev_reads_per_tx, r.caveats
   FROM (VALUES ('data 4 x memory', :big), ('data in memory', :small)) e(which, id)
   CROSS JOIN LATERAL storlab.experiment_report(e.id) r;
+-- the checkpoints each layout's measured runs held, by the server log
+SELECT 'data 4 x memory' AS which, * FROM public.study_log_checkpoints(:big, :'server_log')
+UNION ALL SELECT 'data in memory', * FROM public.study_log_checkpoints(:small, :'server_log');
 CREATE TEMP VIEW commits AS
 SELECT tablespace, iops, lat_p50_us, lat_p99_us FROM storlab.probes
  WHERE label = 'study 3 commit' AND started_at >= (SELECT max(started_at) FROM public.study_runs WHERE study = 3);

@@ -6,6 +6,8 @@ SELECT layout, fillfactor AS ff, runs, round(tps_mean) AS tps, round(tps_ci95_lo
        round(checkpoints_per_run::numeric, 1) AS ckpt_per_run,
        pg_size_pretty(logical_bytes) AS logical, pg_size_pretty(stored_bytes) AS stored, caveats
   FROM storlab.experiment_report(:experiment_id) ORDER BY layout, fillfactor DESC;
+-- the checkpoints each layout's measured runs held, by the server log
+SELECT * FROM public.study_log_checkpoints(:experiment_id, :'server_log');
 SELECT public.study_record(4, format('fillfactor %s vs 100, TPS on the compressing device', o.ff),
          'scale 10000, 128 clients, a compressing SSD',
          format('scale %s (4 x memory), 32 clients, 35 s; ext4 on zram (lz4) at an SSD class', :scale),
