@@ -2,8 +2,7 @@
 SELECT public.study_experiment('study 1: WAL and indexes on RAID 1 beside RAID 6, one pool') AS experiment_id \gset
 SELECT layout, wal, runs, round(tps_mean) AS tps, round(tps_ci95_low) || '..' || round(tps_ci95_high) AS tps_ci95,
        round(improvement_pct::numeric, 1) AS "vs_all-raid6_%", round(p_value::numeric, 4) AS p,
-       round(checkpoints_per_run::numeric, 1) AS ckpt_per_run, round(device_reads_per_tx::numeric, 2) AS dev_reads_per_tx,
-       caveats
+       round(checkpoints_per_run::numeric, 1) AS ckpt_per_run, round(device_reads_per_tx::numeric, 2) AS dev_reads_per_tx
   FROM storlab.experiment_report(:experiment_id);
 -- Where the I/O went, per device of the pool (both volumes share them).
 SELECT layout, device, tablespaces, round(reads_per_tx::numeric, 2) AS reads_per_tx,
@@ -12,6 +11,8 @@ SELECT layout, device, tablespaces, round(reads_per_tx::numeric, 2) AS reads_per
 -- Each run's TPS in order: the drift over the experiment, if any.
 SELECT experiment_layout AS layout, string_agg(round(tps)::text, ' ' ORDER BY started_at) AS tps_in_order
   FROM storlab.bench_runs WHERE experiment_id = :experiment_id AND NOT warmup GROUP BY 1;
+-- what experiment_report warns of, cell by cell
+SELECT r.layout, r.fillfactor, c AS caveat FROM storlab.experiment_report(:experiment_id) r, unnest(r.caveats) c;
 -- the checkpoints each layout's measured runs held, by the server log
 SELECT * FROM public.study_log_checkpoints(:experiment_id, :'server_log');
 SELECT public.study_record(1, 'WAL to RAID 1 vs all on RAID 6',

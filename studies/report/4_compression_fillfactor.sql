@@ -4,8 +4,10 @@ SELECT layout, fillfactor AS ff, runs, round(tps_mean) AS tps, round(tps_ci95_lo
        round(ff_improvement_pct::numeric, 1) AS "vs_ff100_%", round(ff_p_value::numeric, 4) AS p,
        round(hot_ratio::numeric, 2) AS hot_ratio, round(wal_bytes_per_tx::numeric) AS wal_per_tx,
        round(checkpoints_per_run::numeric, 1) AS ckpt_per_run,
-       pg_size_pretty(logical_bytes) AS logical, pg_size_pretty(stored_bytes) AS stored, caveats
+       pg_size_pretty(logical_bytes) AS logical, pg_size_pretty(stored_bytes) AS stored
   FROM storlab.experiment_report(:experiment_id) ORDER BY layout, fillfactor DESC;
+-- what experiment_report warns of, cell by cell
+SELECT r.layout, r.fillfactor, c AS caveat FROM storlab.experiment_report(:experiment_id) r, unnest(r.caveats) c;
 -- the checkpoints each layout's measured runs held, by the server log
 SELECT * FROM public.study_log_checkpoints(:experiment_id, :'server_log');
 SELECT public.study_record(4, format('fillfactor %s vs 100, TPS on the compressing device', o.ff),
