@@ -100,16 +100,16 @@ volumes_on_drives() {
   done
 }
 
-# drive_budget NAME IOPS MBPS: a running drive's new budget, through QMP.
-drive_budget() {
-  local name=$1 iops=$2 mbps=$3
-  python3 - "$DRIVES_DIR/$name.qmp" "$iops" "$((mbps << 20))" <<'PY' || return 1
+# drive_qmp NAME COMMAND [ARGUMENTS_JSON]: one QMP command to a running
+# drive's daemon; prints its return value as JSON, or fails with QMP's error.
+drive_qmp() {
+  python3 - "$DRIVES_DIR/$1.qmp" "$2" "${3:-}" <<'PY'
 import json, socket, sys
-path, iops, bps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, command, arguments = sys.argv[1], sys.argv[2], sys.argv[3]
 s = socket.socket(socket.AF_UNIX)
 s.connect(path)
 f = s.makefile("rw")
-def cmd(c, **a):
+def cmd(c, a=None):
     f.write(json.dumps({"execute": c, "arguments": a} if a else {"execute": c}) + "\n"); f.flush()
     while True:
         r = json.loads(f.readline())
@@ -117,8 +117,16 @@ def cmd(c, **a):
         if "error" in r: sys.exit("qmp: " + r["error"]["desc"])
 json.loads(f.readline())  # the greeting
 cmd("qmp_capabilities")
-cmd("qom-set", path="/objects/budget", property="limits", value={"iops-total": iops, "bps-total": bps})
+print(json.dumps(cmd(command, json.loads(arguments) if arguments else None)))
 PY
+}
+
+# drive_budget NAME IOPS MBPS: a running drive's new budget, through QMP.
+drive_budget() {
+  local name=$1 iops=$2 mbps=$3
+  drive_qmp "$name" qom-set \
+    "{\"path\": \"/objects/budget\", \"property\": \"limits\", \"value\": {\"iops-total\": $iops, \"bps-total\": $((mbps << 20))}}" \
+    >/dev/null || return 1
   echo "$iops $mbps" >"$DRIVES_DIR/$name.class"
 }
 

@@ -37,19 +37,11 @@ drives=$STORLAB_LAB_DIR/drives
 daemons() { pgrep -f -- "qemu-storage-daemon .*$drives/" | sort; }
 fuse_mounts() { awk -v d="$drives/" '$3 == "fuse" && index($2, d) == 1' /proc/mounts; }
 lab_loops() { losetup -n -O NAME,BACK-FILE | awk -v d="$STORLAB_LAB_DIR/" 'index($2, d) == 1 { print $1 }'; }
-qmp() {  # qmp DRIVE: the drive's budget as its daemon holds it, "IOPS BPS"
-  python3 - "$drives/$1.qmp" <<'PY'
-import json, socket, sys
-f = socket.socket(socket.AF_UNIX); f.connect(sys.argv[1]); f = f.makefile("rw")
-def cmd(c, **a):
-    f.write(json.dumps({"execute": c, "arguments": a}) + "\n"); f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r: return r.get("return")
-f.readline(); cmd("qmp_capabilities")
-l = cmd("qom-get", path="/objects/budget", property="limits")
-print(l.get("iops-total"), l.get("bps-total"))
-PY
+# the drive's budget as its daemon holds it, "IOPS BPS" (scripts/lab's own QMP client)
+qmp() {
+  (LAB_DIR=$STORLAB_LAB_DIR; say() { :; }; source scripts/lab-drives.sh
+   drive_qmp "$1" qom-get '{"path": "/objects/budget", "property": "limits"}') \
+    | python3 -c 'import json, sys; l = json.load(sys.stdin); print(l.get("iops-total"), l.get("bps-total"))'
 }
 
 # every volume of the lab but lab_ssd (and lab_zram, a zram device) is on
